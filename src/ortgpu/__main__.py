@@ -1,0 +1,6 @@
+"""`python -m ortgpu` entry point."""
+
+from ortgpu.cli.main import run
+
+if __name__ == "__main__":
+    run()

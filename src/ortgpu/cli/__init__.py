@@ -1,0 +1,1 @@
+"""The command-line interface: parse, call one library function, render its result."""

@@ -1,0 +1,72 @@
+"""`ortgpu` entry point: builds the command group and turns errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+import click
+
+from ortgpu import __version__
+from ortgpu.cli.registry import LazyGroup
+from ortgpu.errors import ExitCode, OrtgpuError
+
+__all__ = ["cli", "main", "run"]
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ortgpu")
+@click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """ortgpu: make ONNX Runtime GPU deployments work, provably and fast.
+
+    Every command prints a table by default and versioned JSON with --json.
+    Exit codes: 0 ok, 1 the check failed, 2 bad input, 3 the environment cannot do it.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI in-process and return the exit code (tests call this)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        rv = cli.main(args=args, prog_name="ortgpu", standalone_mode=False)
+    except OrtgpuError as exc:
+        _report_error(exc, as_json="--json" in args)
+        return int(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("ortgpu: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return int(ExitCode.BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("ortgpu: interrupted", err=True)
+        return 130
+    except Exception as exc:  # a bug: one line unless --debug asks for the traceback
+        if debug:
+            raise
+        click.echo(
+            f"ortgpu: internal error: {type(exc).__name__}: {exc} (hint: re-run with --debug and report it)", err=True
+        )
+        return 70
+    return int(rv or 0)
+
+
+def _report_error(exc: OrtgpuError, as_json: bool) -> None:
+    if as_json:
+        from ortgpu.results import SCHEMA_VERSION
+
+        click.echo(json.dumps({"schema": f"ortgpu.error/v{SCHEMA_VERSION}", "error": exc.to_dict()}, indent=2))
+    click.echo(f"ortgpu: error: {exc.one_line()}", err=True)
+
+
+def run() -> None:
+    """Console-script wrapper: the only place that exits the process."""
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Shared CLI plumbing: the --json flag, result rendering, stderr messages and progress."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+__all__ = ["emit", "json_option", "progress_reporter", "stderr_console", "stdout_console"]
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as versioned JSON.")
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=click.get_text_stream("stdout"), soft_wrap=False)
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=click.get_text_stream("stderr"), soft_wrap=False)
+
+
+def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], None]) -> None:
+    """Write one result: the JSON envelope on stdout, or the human rendering."""
+    if as_json:
+        from ortgpu.results import envelope
+
+        click.echo(json.dumps(envelope(command, result), indent=2, sort_keys=False))
+    else:
+        render(result, stdout_console())
+
+
+@contextmanager
+def progress_reporter(enabled: bool = True) -> Iterator[Callable[[str, float | None], None]]:
+    """A progress callback for the library: (message, fraction or None), drawn on stderr.
+
+    Silent when stderr is not a terminal, so logs and pipes stay clean.
+    """
+    if not enabled or not sys.stderr.isatty():
+        yield lambda message, fraction=None: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=stderr_console(), transient=True
+    ) as bar:
+        task = bar.add_task("starting", total=1.0)
+
+        def report(message: str, fraction: float | None = None) -> None:
+            bar.update(task, description=message, completed=fraction if fraction is not None else 0.0)
+
+        yield report

@@ -1,0 +1,41 @@
+"""Every subcommand listed in one place, imported only when it is invoked."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+__all__ = ["COMMANDS", "LazyGroup"]
+
+# name -> (module, one-line help). Modules are imported on use so `ortgpu --help` stays fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("ortgpu.cli.doctor", "Diagnose this machine or an ORT package for running ONNX Runtime on the GPU."),
+    "explain": ("ortgpu.cli.explain", "Explain a pasted ONNX Runtime / CUDA error message and how to fix it."),
+    "check": ("ortgpu.cli.check", "Prove a model runs on the requested EP: placement, parity, timings."),
+    "bench": ("ortgpu.cli.bench", "Honest latency and throughput: warm-up, percentiles, modes, sweeps, report."),
+    "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when run (or when their help is asked)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (module, _) in COMMANDS.items() if _module_exists(module)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or not _module_exists(entry[0]):
+            return None
+        return importlib.import_module(entry[0]).command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (module, help_) in COMMANDS.items() if _module_exists(module)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
