@@ -56,7 +56,9 @@ def read_envelope(path: Path, command: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise BadInputError(f"{path}: no such file", "check the path") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(f"{path}: not a JSON file ({exc})", f"give a file written by ortgpu {command} --save") from None
+        raise BadInputError(
+            f"{path}: not a JSON file ({exc})", f"give a file written by ortgpu {command} --save"
+        ) from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if not isinstance(schema, str) or not schema.startswith(f"ortgpu.{command}/v"):
         raise BadInputError(
