@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import click
 
@@ -15,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("ortgpu.cli.check", "Prove a model runs on the requested EP: placement, parity, timings."),
     "bench": ("ortgpu.cli.bench", "Honest latency and throughput: warm-up, percentiles, modes, sweeps, report."),
     "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
+    "bundle": ("ortgpu.cli.bundle", "Copy the exact files a C/C++ deployment of an ORT package needs, + manifest."),
 }
 
 
