@@ -18,13 +18,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
 def stdout_console() -> Any:
     from rich.console import Console
 
-    return Console(file=click.get_text_stream("stdout"), soft_wrap=False)
+    return Console(file=sys.stdout, soft_wrap=False)
 
 
 def stderr_console() -> Any:
     from rich.console import Console
 
-    return Console(file=click.get_text_stream("stderr"), soft_wrap=False)
+    return Console(file=sys.stderr, soft_wrap=False)
 
 
 def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], None]) -> None:

@@ -1,0 +1,400 @@
+"""`ortgpu explain`: what a pasted ORT / CUDA / cuDNN / TensorRT message means, its likely cause and the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ortgpu.env import matrix
+from ortgpu.env.matrix import LibraryFamily, Platform
+from ortgpu.errors import BadInputError
+from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
+from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits
+
+__all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
+
+MAX_TEXT_CHARS = 1_000_000  # a log bigger than this is not a paste; refuse rather than crawl
+
+
+class ExplainInputError(BadInputError):
+    """The text to explain is empty or unusable."""
+
+
+class Verdict(Enum):
+    """What kind of message the paste is, decided by its best match."""
+
+    GPU_PROBLEM = "gpu_problem"  # a GPU / CUDA / driver / ORT-install problem with a fix
+    NOT_GPU = "not_gpu"  # a model or input error: not a GPU setup problem
+    BENIGN = "benign"  # informational output, nothing to fix
+    NOT_RECOGNISED = "not_recognised"
+
+
+@dataclass(frozen=True)
+class RelatedEntry:
+    id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Match:
+    """One recognised failure mode, with the specifics pulled out of the paste."""
+
+    id: str
+    title: str
+    family: Family
+    severity: Severity
+    meaning: str
+    cause: str
+    fix: str  # for the platform the paste comes from (both variants when unknown)
+    fix_linux: str | None
+    fix_windows: str | None
+    detail: str | None  # the specifics: which library, which CUDA/cuDNN major, which ORT builds, sizes
+    library: str | None
+    libraries: tuple[str, ...]
+    specifics: Mapping[str, str]  # every named value the patterns captured (code, path, bytes, input...)
+    matched_line: str
+    sources: tuple[str, ...]
+    related: tuple[RelatedEntry, ...]
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    """The diagnosis of one paste."""
+
+    verdict: Verdict
+    recognised: bool
+    summary: str
+    matches: tuple[Match, ...]
+    facts: PasteFacts
+    build_note: str | None  # what the ORT build named in the paste needs, from the version matrix
+    next_step: str
+    line_count: int = field(default=0)
+
+
+def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
+    """Diagnose a pasted message. Raises ExplainInputError (exit 2) for empty text."""
+    if not text or not text.strip():
+        raise ExplainInputError(
+            "nothing to explain: the text is empty",
+            "paste the message as the argument (quoted), or pipe it in with `ortgpu explain -`",
+        )
+    if len(text) > MAX_TEXT_CHARS:
+        raise ExplainInputError(
+            f"the text is {len(text):,} characters; explain takes a pasted message, at most {MAX_TEXT_CHARS:,}",
+            "paste the error lines (the last screen of output is usually enough)",
+        )
+    kb = kb or load_knowledge_base()
+    facts = extract_facts(text)
+    hits = find_hits(text, kb)
+    if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
+        # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
+        facts = dataclasses.replace(facts, ort_version=None, build_cuda_major=11, build_cudnn_major=8)
+    merged = _merged_into(kb)
+    matches = tuple(_match(hit, facts, kb, merged) for hit in hits)
+    verdict = _verdict(hits)
+    return ExplainResult(
+        verdict=verdict,
+        recognised=verdict is not Verdict.NOT_RECOGNISED,
+        summary=_summary(verdict, matches),
+        matches=matches,
+        facts=facts,
+        build_note=_build_note(facts),
+        next_step=_next_step(verdict),
+        line_count=len(text.splitlines()),
+    )
+
+
+def _verdict(hits: tuple[Hit, ...]) -> Verdict:
+    if not hits:
+        return Verdict.NOT_RECOGNISED
+    top = hits[0].entry
+    if top.family is Family.NOT_GPU:
+        return Verdict.NOT_GPU
+    if top.severity is Severity.INFO:
+        return Verdict.BENIGN
+    return Verdict.GPU_PROBLEM
+
+
+def _summary(verdict: Verdict, matches: tuple[Match, ...]) -> str:
+    if verdict is Verdict.NOT_RECOGNISED:
+        return "Not recognised: this message is not in ortgpu's knowledge base."
+    top = matches[0]
+    what = f"{top.id} {top.title}" + (f" [{top.library}]" if top.library else "")
+    others = {m.family is Family.NOT_GPU for m in matches[1:]} - {top.family is Family.NOT_GPU}
+    tail = ""
+    if verdict is Verdict.GPU_PROBLEM and others:
+        tail = " The paste also shows a model/input error (not GPU-related), listed below."
+    elif verdict is Verdict.NOT_GPU and any(
+        m.severity is not Severity.INFO for m in matches if m.family is not Family.NOT_GPU
+    ):
+        tail = " The paste also shows a GPU problem, listed below."
+    if verdict is Verdict.NOT_GPU:
+        return f"Not a GPU setup problem — a model/input error: {what}.{tail}"
+    if verdict is Verdict.BENIGN:
+        return f"Benign: {what}. Nothing to fix."
+    return f"GPU problem: {what}.{tail}"
+
+
+def _next_step(verdict: Verdict) -> str:
+    return {
+        Verdict.GPU_PROBLEM: "Run `ortgpu doctor` on the machine where it failed: it confirms which library, driver "
+        "or package is at fault there.",
+        Verdict.NOT_GPU: "Fix the model or the inputs you feed; the GPU setup is not what failed here.",
+        Verdict.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
+        Verdict.NOT_RECOGNISED: "Run `ortgpu doctor` on the machine where it failed: it checks the installed ORT, "
+        "the CUDA/cuDNN libraries the provider needs, the driver and the GPU, and names the cause.",
+    }[verdict]
+
+
+def _merged_into(kb: KnowledgeBase) -> dict[str, list[FailureMode]]:
+    out: dict[str, list[FailureMode]] = {}
+    for entry in kb.entries:
+        if entry.merged_into:
+            out.setdefault(entry.merged_into, []).append(entry)
+    return out
+
+
+def _match(hit: Hit, facts: PasteFacts, kb: KnowledgeBase, merged: dict[str, list[FailureMode]]) -> Match:
+    entry = hit.entry
+    related_ids = list(dict.fromkeys([m.id for m in merged.get(entry.id, ())] + list(entry.related)))
+    related = tuple(RelatedEntry(r, kb.get(r).title) for r in related_ids)
+    platform = facts.platform or (entry.platforms[0] if len(entry.platforms) == 1 else None)
+    return Match(
+        id=entry.id,
+        title=entry.title,
+        family=entry.family,
+        severity=entry.severity,
+        meaning=entry.meaning,
+        cause=entry.cause,
+        fix=entry.fix_for(platform),
+        fix_linux=entry.fix_linux,
+        fix_windows=entry.fix_windows,
+        detail=_detail(hit, facts),
+        library=hit.library,
+        libraries=hit.libraries,
+        specifics=dict(hit.groups),
+        matched_line=_clip(hit.line),
+        sources=entry.sources,
+        related=related,
+    )
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- specifics
+
+
+_WINDOWS_CODES = {
+    "126": "error 126 = the module (a DLL) could not be found",
+    "127": "error 127 = a procedure was not found in a DLL that did load (a version mix)",
+    "1114": "error 1114 = a DLL's initialisation routine failed",
+}
+
+
+def _detail(hit: Hit, facts: PasteFacts) -> str | None:
+    parts: list[str] = []
+    for lib in hit.libraries:
+        sentence = _library_sentence(lib)
+        if sentence:
+            parts.append(sentence)
+    groups = hit.groups
+    code = groups.get("code")
+    if code in _WINDOWS_CODES and hit.entry.family in (Family.WINDOWS_LOADER, Family.TENSORRT):
+        parts.append(_WINDOWS_CODES[code][0].upper() + _WINDOWS_CODES[code][1:] + ".")
+    if hit.entry.id == "FM-21" or (hit.entry.id == "FM-29" and not hit.libraries):
+        parts.append(_windows_candidates(facts))
+    if "bytes" in groups:
+        parts.append(_size_sentence(int(groups["bytes"])))
+    if hit.entry.id in ("FM-34", "FM-36") and facts.build_cuda_major:
+        floor = matrix.minor_compat_floor(facts.build_cuda_major, facts.platform or Platform.LINUX)
+        if floor:
+            parts.append(f"The build needs CUDA {facts.build_cuda_major}: a driver >= {floor}.")
+    if "provider" in groups:
+        parts.append(f"Requested provider: {groups['provider']}.")
+    if "symbol" in groups and hit.entry.family is Family.PACKAGE:
+        parts.append(f"Missing symbol version: {groups['symbol']}.")
+    if "input" in groups:
+        parts.append(f"Input: {groups['input']}.")
+    if "got" in groups and "expected" in groups:
+        where = f"dimension {groups['index']}" if "index" in groups else "rank"
+        parts.append(f"{where[0].upper() + where[1:]}: got {groups['got']}, the model expects {groups['expected']}.")
+    if "op" in groups:
+        parts.append(f"Operator: {groups['op']}.")
+    if "version" in groups and hit.entry.family is Family.NOT_GPU:
+        limit = f" (this onnxruntime supports up to {groups['max']})" if "max" in groups else ""
+        parts.append(f"Model version: {groups['version']}{limit}.")
+    if "gpu" in groups and hit.entry.id == "FM-39":
+        parts.append(f"Failing device_id: {groups['gpu']}.")
+    if "count" in groups:
+        parts.append(f"{groups['count']} Memcpy nodes were inserted.")
+    text = " ".join(p for p in parts if p)
+    return text or None
+
+
+def _library_sentence(lib: str) -> str | None:
+    info = matrix.library_info(lib)
+    if info is None:
+        return f"{lib} is the library that could not be loaded."
+    if info.family is LibraryFamily.CUDA:
+        if info.major is None:
+            return (
+                f"{info.name} is {info.component}; its file name is the same in CUDA 11, 12 and 13, so this is a "
+                "missing component, not a CUDA major mismatch."
+            )
+        builds = _release_ranges(matrix.builds_for_cuda(info.major))
+        return f"{info.name} is {info.describe()}: the ORT build that needs it is a CUDA {info.major} build" + (
+            f" (CUDA {info.major} builds: {builds})." if builds else "."
+        )
+    if info.family is LibraryFamily.CUDNN:
+        builds = _release_ranges(tuple(b for b in matrix.all_builds() if b.cudnn_major == info.major))
+        return f"{info.name} is {info.describe()}" + (
+            f" (ORT builds using cuDNN {info.major}: {builds})." if builds else "."
+        )
+    if info.family is LibraryFamily.TENSORRT:
+        builds = _release_ranges(tuple(b for b in matrix.all_builds() if b.tensorrt_major == info.major))
+        return f"{info.name} is {info.describe()}" + (
+            f" (ORT releases linking TensorRT {info.major}: {builds})." if builds else "."
+        )
+    if info.family is LibraryFamily.DRIVER:
+        return (
+            f"{info.name} belongs to {info.component}: it comes with the driver install, not with the CUDA "
+            "toolkit or pip packages."
+        )
+    return f"{info.name} is {info.describe()}."
+
+
+def _release_ranges(builds: tuple[matrix.OrtBuildRequirements, ...]) -> str:
+    """Release ranges per channel from matrix rows, e.g. '1.14–1.18 (PyPI); 1.19–1.21 (onnxruntime-cuda-11 feed)'."""
+    patch_rows: dict[tuple[tuple[int, int], str], int] = {}
+    for b in matrix.all_builds():
+        parts = b.ort_version.split(".")
+        if len(parts) > 2:
+            key = ((int(parts[0]), int(parts[1])), b.flavour.value)
+            patch_rows[key] = max(patch_rows.get(key, -1), int(parts[2]))
+    seen: dict[str, dict[tuple[int, int], set[str]]] = {}
+    for b in builds:
+        parts = b.ort_version.split(".")
+        minor = (int(parts[0]), int(parts[1]))
+        seen.setdefault(b.channel or b.flavour.value, {}).setdefault(minor, set()).add(
+            b.ort_version if len(parts) > 2 else f"minor:{b.flavour.value}"
+        )
+    by_channel: dict[str, dict[tuple[int, int], str]] = {}
+    for channel, minors in seen.items():
+        labels = by_channel.setdefault(channel, {})
+        for minor, kinds in minors.items():
+            patches = sorted(k for k in kinds if not k.startswith("minor:"))
+            flavours = [k.split(":", 1)[1] for k in kinds if k.startswith("minor:")]
+            if not flavours:
+                labels[minor] = patches[0]
+            elif patches or (minor, flavours[0]) not in patch_rows:
+                labels[minor] = f"{minor[0]}.{minor[1]}"
+            else:  # the minor row covers the patches after the patch-specific rows
+                labels[minor] = f"{minor[0]}.{minor[1]}.{patch_rows[(minor, flavours[0])] + 1}+"
+    chunks: list[str] = []
+    for channel, labels in by_channel.items():
+        runs: list[list[tuple[int, int]]] = []
+        for minor in sorted(labels):
+            if runs and minor == (runs[-1][-1][0], runs[-1][-1][1] + 1):
+                runs[-1].append(minor)
+            else:
+                runs.append([minor])
+        spans = [labels[r[0]] if len(r) == 1 else f"{labels[r[0]]}–{labels[r[-1]]}" for r in runs]
+        chunks.append(f"{', '.join(spans)} ({channel})")
+    return "; ".join(chunks)
+
+
+def _key_windows_dlls(build: matrix.OrtBuildRequirements) -> list[str]:
+    """The DLLs worth naming for a build: what it imports or opens, without the driver and cuDNN's sub-DLLs."""
+    names = list(build.needed_libraries_windows + build.lazy_libraries_windows)
+    if build.cudnn_major == 8:
+        names.append("zlibwapi.dll")
+    return [
+        name
+        for name in dict.fromkeys(names)
+        if (info := matrix.library_info(name)) is not None and info.family is not LibraryFamily.DRIVER
+    ]
+
+
+def _windows_candidates(facts: PasteFacts) -> str:
+    """Which DLLs a Windows build needs, for the error-126 message that names none."""
+    if facts.build_cuda_major:
+        build = next(
+            (
+                b
+                for b in reversed(matrix.all_builds())
+                if b.cuda_major == facts.build_cuda_major
+                and b.cudnn_major == facts.build_cudnn_major
+                and b.flavour is matrix.Flavour.DEFAULT
+            ),
+            None,
+        ) or next(
+            (
+                b
+                for b in matrix.all_builds()
+                if b.cuda_major == facts.build_cuda_major and b.cudnn_major == facts.build_cudnn_major
+            ),
+            None,
+        )
+        if build:
+            return (
+                f"The warning in the paste says this build needs CUDA {facts.build_cuda_major} and cuDNN "
+                f"{facts.build_cudnn_major}; one of these is missing from PATH: {', '.join(_key_windows_dlls(build))} "
+                "(or the MSVC runtime)."
+            )
+    if facts.ort_version:
+        build = matrix.requirements_for(facts.ort_version)
+        if build:
+            return (
+                f"ORT {facts.ort_version} (default build) needs CUDA {build.cuda_major} and cuDNN {build.cudnn_major}; "
+                f"one of these is missing from PATH: {', '.join(_key_windows_dlls(build))} (or the MSVC runtime)."
+            )
+    sets = []
+    for cuda, cudnn in ((12, 9), (11, 8), (13, 9)):
+        rows = [
+            b
+            for b in matrix.builds_for_cuda(cuda)
+            if b.cudnn_major == cudnn and b.flavour is matrix.Flavour.DEFAULT and b.confirmed
+        ]
+        if rows:
+            ranges = _release_ranges(tuple(rows))
+            sets.append(
+                f"for a CUDA {cuda} / cuDNN {cudnn} build (ORT {ranges}): {', '.join(_key_windows_dlls(rows[-1]))}"
+            )
+    return "The usual culprits: " + "; ".join(sets) + "; plus the MSVC runtime."
+
+
+def _size_sentence(size: int) -> str:
+    units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    value = float(size)
+    unit = 0
+    while value >= 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    human = f"{size} bytes" if unit == 0 else f"{value:.1f} {units[unit]}"
+    if size > 1 << 40:  # no GPU has a terabyte: the size itself is wrong
+        return (
+            f"Requested {human}: more than any GPU has, so this is almost certainly a shape bug (corrupt or "
+            "mis-ordered input dims), not a lack of memory."
+        )
+    return f"Requested {human} in one allocation."
+
+
+def _build_note(facts: PasteFacts) -> str | None:
+    if facts.ort_version:
+        build = matrix.requirements_for(facts.ort_version)
+        if build:
+            cudnn = f", cuDNN {build.cudnn_major}" if build.cudnn_major else ""
+            driver = f", driver >= {build.min_driver_linux} (Linux)" if build.min_driver_linux else ""
+            flag = "" if build.confirmed else " [unconfirmed]"
+            return (
+                f"ORT {facts.ort_version} (default build) needs CUDA {build.cuda_major}"
+                f"{f' (built with {build.cuda_build})' if build.cuda_build else ''}{cudnn}{driver}{flag}."
+            )
+    if facts.build_cuda_major:
+        cudnn = f" and cuDNN {facts.build_cudnn_major}" if facts.build_cudnn_major else ""
+        return f"The ORT build in this paste needs CUDA {facts.build_cuda_major}{cudnn} (from its own warning)."
+    return None

@@ -1,0 +1,266 @@
+"""The failure-mode knowledge base: load and validate data/failure_modes.json, look entries up by id."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ortgpu.env.matrix import Platform
+
+__all__ = [
+    "ALLOWED_GROUPS",
+    "Example",
+    "FailureMode",
+    "Family",
+    "KnowledgeBase",
+    "KnowledgeBaseError",
+    "Severity",
+    "UnknownFailureModeError",
+    "load_knowledge_base",
+    "lookup",
+    "validate_document",
+]
+
+# Named groups a pattern may capture; explain reports them as the specifics of a match.
+ALLOWED_GROUPS = frozenset(
+    {
+        "lib",
+        "path",
+        "code",
+        "provider",
+        "bytes",
+        "gpu",
+        "symbol",
+        "version",
+        "max",
+        "input",
+        "op",
+        "package",
+        "count",
+        "index",
+        "got",
+        "expected",
+    }
+)
+_ID_RE = re.compile(r"^(?:FM|NG)-\d{2}$")
+
+
+class KnowledgeBaseError(ValueError):
+    """The knowledge-base file is malformed (a bug in ortgpu's data, caught by the test suite)."""
+
+
+class UnknownFailureModeError(KeyError):
+    """No entry has this id."""
+
+
+class Family(Enum):
+    """Where in the stack a failure mode lives."""
+
+    PACKAGE = "package"
+    LINUX_LOADER = "linux_loader"
+    WINDOWS_LOADER = "windows_loader"
+    FALLBACK = "fallback"
+    DRIVER_DEVICE = "driver_device"
+    CUDA_LIBRARY = "cuda_library"
+    MEMORY = "memory"
+    PERFORMANCE = "performance"
+    CONCURRENCY = "concurrency"
+    TENSORRT = "tensorrt"
+    BENIGN = "benign"
+    NOT_GPU = "not_gpu"  # model / input errors: not a GPU setup problem
+
+
+class Severity(Enum):
+    ERROR = "error"  # it fails
+    WARNING = "warning"  # it degrades: CPU fallback, slowness
+    INFO = "info"  # informational, nothing to fix
+
+
+@dataclass(frozen=True)
+class Example:
+    """A real message (verbatim=True) or one composed from a documented message format (verbatim=False)."""
+
+    text: str
+    source: str
+    verbatim: bool
+
+
+@dataclass(frozen=True)
+class FailureMode:
+    """One entry of the knowledge base."""
+
+    id: str
+    title: str
+    family: Family
+    severity: Severity
+    platforms: tuple[Platform, ...]
+    priority: int  # higher wins when several entries match: root causes above consequences above notes
+    patterns: tuple[str, ...]
+    examples: tuple[Example, ...]
+    meaning: str
+    cause: str
+    fix_any: str | None
+    fix_linux: str | None
+    fix_windows: str | None
+    sources: tuple[str, ...]
+    related: tuple[str, ...] = ()
+    merged_into: str | None = None  # its message is another entry's; matched as that entry
+    generic: bool = False  # a catch-all, dropped when a specific entry matched the same lines
+    compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def is_gpu_problem(self) -> bool:
+        """A GPU/CUDA problem that needs action (not a model error, not an informational note)."""
+        return self.family is not Family.NOT_GPU and self.severity is not Severity.INFO
+
+    def fix_for(self, platform: Platform | None) -> str:
+        """The fix text for a platform; both variants (labelled) when the platform is unknown and they differ."""
+        if platform is Platform.LINUX and self.fix_linux:
+            return self.fix_linux
+        if platform is Platform.WINDOWS and self.fix_windows:
+            return self.fix_windows
+        if self.fix_any:
+            return self.fix_any
+        variants = [(name, text) for name, text in (("Linux", self.fix_linux), ("Windows", self.fix_windows)) if text]
+        if len(variants) == 1:
+            return variants[0][1]
+        return " ".join(f"{name}: {text}" for name, text in variants)
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    entries: tuple[FailureMode, ...]
+
+    def get(self, entry_id: str) -> FailureMode:
+        for entry in self.entries:
+            if entry.id == entry_id:
+                return entry
+        raise UnknownFailureModeError(entry_id)
+
+    @property
+    def matchable(self) -> tuple[FailureMode, ...]:
+        """Entries with patterns of their own (merged entries are matched through their target)."""
+        return tuple(e for e in self.entries if e.patterns)
+
+
+def validate_document(doc: Any) -> list[str]:
+    """Every problem in a knowledge-base document, as sentences; empty when it is valid."""
+    problems: list[str] = []
+    if not isinstance(doc, dict) or doc.get("schema") != 1 or not isinstance(doc.get("entries"), list):
+        return ["expected an object with schema 1 and an 'entries' list"]
+    ids = [e.get("id") for e in doc["entries"] if isinstance(e, dict)]
+    known = set(ids)
+    with_patterns = {e.get("id") for e in doc["entries"] if isinstance(e, dict) and e.get("patterns")}
+    if len(ids) != len(known):
+        problems.append("duplicate ids: " + ", ".join(sorted({i for i in ids if ids.count(i) > 1})))
+    for e in doc["entries"]:
+        if not isinstance(e, dict):
+            problems.append(f"entry is not an object: {e!r}")
+            continue
+        eid = e.get("id")
+        if not isinstance(eid, str) or not _ID_RE.match(eid):
+            problems.append(f"{eid!r}: id must look like FM-01 or NG-01")
+        for key in ("title", "meaning", "cause"):
+            if not isinstance(e.get(key), str) or not e[key].strip():
+                problems.append(f"{eid}: '{key}' is empty")
+        try:
+            Family(e.get("family"))
+            Severity(e.get("severity"))
+            if not e.get("platforms"):
+                problems.append(f"{eid}: no platforms")
+            for p in e.get("platforms", ()):
+                Platform(p)
+        except ValueError as exc:
+            problems.append(f"{eid}: {exc}")
+        if not isinstance(e.get("priority"), int):
+            problems.append(f"{eid}: priority must be an integer")
+        fix = e.get("fix")
+        if not isinstance(fix, dict) or not any(isinstance(v, str) and v.strip() for v in fix.values()):
+            problems.append(f"{eid}: no fix text")
+        elif set(fix) - {"any", "linux", "windows"}:
+            problems.append(f"{eid}: fix keys must be any/linux/windows, got {sorted(fix)}")
+        if not e.get("sources"):
+            problems.append(f"{eid}: no sources")
+        examples = e.get("examples")
+        if not examples or not all(isinstance(x, dict) and x.get("text") and x.get("source") for x in examples):
+            problems.append(f"{eid}: every entry needs examples with text and source")
+        merged = e.get("merged_into")
+        if merged:
+            if e.get("patterns"):
+                problems.append(f"{eid}: a merged entry has no patterns of its own")
+            if merged not in with_patterns:
+                problems.append(f"{eid}: merged_into {merged!r} is not an entry with patterns")
+        elif not e.get("patterns"):
+            problems.append(f"{eid}: no patterns (and not merged into another entry)")
+        for pattern in e.get("patterns", ()):
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"{eid}: pattern {pattern!r} does not compile: {exc}")
+                continue
+            extra = set(compiled.groupindex) - ALLOWED_GROUPS
+            if extra:
+                problems.append(f"{eid}: pattern {pattern!r} has unknown groups {sorted(extra)}")
+        for rel in e.get("related", ()):
+            if rel not in known:
+                problems.append(f"{eid}: related {rel!r} does not exist")
+    return problems
+
+
+def _entry(e: dict[str, Any]) -> FailureMode:
+    fix = e["fix"]
+    return FailureMode(
+        id=e["id"],
+        title=e["title"],
+        family=Family(e["family"]),
+        severity=Severity(e["severity"]),
+        platforms=tuple(Platform(p) for p in e["platforms"]),
+        priority=int(e["priority"]),
+        patterns=tuple(e["patterns"]),
+        examples=tuple(Example(x["text"], x["source"], bool(x.get("verbatim", True))) for x in e["examples"]),
+        meaning=e["meaning"],
+        cause=e["cause"],
+        fix_any=fix.get("any"),
+        fix_linux=fix.get("linux"),
+        fix_windows=fix.get("windows"),
+        sources=tuple(e["sources"]),
+        related=tuple(e.get("related", ())),
+        merged_into=e.get("merged_into"),
+        generic=bool(e.get("generic", False)),
+        compiled=tuple(re.compile(p) for p in e["patterns"]),
+    )
+
+
+def load_knowledge_base(path: Path | None = None) -> KnowledgeBase:
+    """Read and validate the knowledge base (the packaged one when path is None; that one is cached)."""
+    if path is None:
+        return _packaged()
+    return _load_text(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def _packaged() -> KnowledgeBase:
+    text = resources.files("ortgpu").joinpath("data/failure_modes.json").read_text(encoding="utf-8")
+    return _load_text(text, "data/failure_modes.json")
+
+
+def _load_text(text: str, origin: str) -> KnowledgeBase:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise KnowledgeBaseError(f"{origin}: not JSON ({exc})") from exc
+    problems = validate_document(doc)
+    if problems:
+        raise KnowledgeBaseError(f"{origin}: " + "; ".join(problems[:5]))
+    return KnowledgeBase(tuple(_entry(e) for e in doc["entries"]))
+
+
+def lookup(entry_id: str) -> FailureMode:
+    """The entry with this id (e.g. "FM-12"), for doctor/package fix texts. Raises UnknownFailureModeError."""
+    return load_knowledge_base().get(entry_id)
