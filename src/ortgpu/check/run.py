@@ -1,0 +1,496 @@
+"""`run_check`: strict session, placement, timings, GPU memory and parity for one model on one EP."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortgpu.check.parity import (
+    OutputParity,
+    ParityStatus,
+    Precision,
+    Tolerance,
+    check_output_names,
+    compare_output,
+)
+from ortgpu.check.result import (
+    CheckResult,
+    GpuMemory,
+    InputSummary,
+    ParityReport,
+    PlacementStatus,
+    ReferenceKind,
+    Timings,
+    verdict_line,
+)
+from ortgpu.config import Config, ExecutionProvider
+from ortgpu.errors import BadInputError
+from ortgpu.placement import PlacementReport
+from ortgpu.session.options import device_of, effective_provider_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ortgpu.model.inputs import InputSpec
+    from ortgpu.model.inspect import ModelInfo
+    from ortgpu.session import VerifiedSession
+
+__all__ = ["CheckRequest", "OutputFileError", "ReferenceFileError", "merge_input_spec", "run_check"]
+
+Progress = Callable[[str, float | None], None]
+
+
+class ReferenceFileError(BadInputError):
+    """--reference FILE.npz cannot be used (exit 2)."""
+
+
+class OutputFileError(BadInputError):
+    """--save-outputs cannot be written where asked (exit 2)."""
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What to check. ``inputs`` None uses ``config.inputs``; ``ep`` None picks the best available EP."""
+
+    model: Path
+    ep: ExecutionProvider | None = None
+    ep_options: Mapping[str, str] = field(default_factory=dict)
+    device_id: int | None = None
+    config: Config = field(default_factory=Config)
+    inputs: InputSpec | None = None
+    reference: Path | None = None
+    atol: Tolerance = field(default_factory=Tolerance)
+    rtol: Tolerance = field(default_factory=Tolerance)
+    strict_placement: bool = False
+    save_outputs: Path | None = None
+    warm_runs: int = 5
+
+
+def merge_input_spec(
+    base: InputSpec,
+    *,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    npz: Path | None = None,
+    seed: int | None = None,
+) -> InputSpec:
+    """The config's [inputs] with command-line values laid over it, name by name."""
+    return replace(
+        base,
+        shapes={**base.shapes, **(shapes or {})},
+        dims={**base.dims, **(dims or {})},
+        ranges={**base.ranges, **(ranges or {})},
+        npz=npz if npz is not None else base.npz,
+        seed=seed if seed is not None else base.seed,
+    )
+
+
+def _silent(message: str, fraction: float | None = None) -> None:
+    """The progress callback used when the caller gives none."""
+
+
+def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckResult:
+    """Prove ``request.model`` runs on the requested EP with the right numbers; never prints.
+
+    Bad input raises BadInputError subclasses (exit 2) before anything runs or is written; an EP that cannot
+    be active raises ProviderUnavailableError (exit 3) unless the config allows a CPU fallback. A check that
+    ran returns a result whose ``failures`` say what did not hold (parity off, strict placement broken).
+    """
+    import onnxruntime as ort
+
+    from ortgpu.model.inputs import make_inputs
+    from ortgpu.model.inspect import inspect_model
+    from ortgpu.session import best_available_ep, open_session
+
+    report = progress or _silent
+    if request.warm_runs < 0:
+        raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
+    report("reading the model", 0.0)
+    model = inspect_model(request.model)
+    check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
+    reference = _load_reference(request.reference, model) if request.reference is not None else None
+    _check_output_path(request.save_outputs)
+    report("making inputs", 0.05)
+    inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
+
+    ep, ep_reason = (request.ep, None) if request.ep is not None else best_available_ep()
+    # Validated before anything runs: a bad --ep-option is exit 2 here, not after a GPU session was built.
+    options = effective_provider_options(ep, request.config, request.ep_options, request.device_id)
+    memory_probe = _MemoryProbe.start(ep, device_of(options))
+    report(f"building the session on {ep.ort_name}", 0.1)
+    session = open_session(
+        model.path,
+        ep,
+        request.config,
+        request.device_id,
+        request.ep_options,
+        collect_placement=True,
+        model_info=model,
+    )
+    with session:
+        report("first run", 0.3)
+        outputs_list = session.run(inputs.feeds)
+        first_run_s = session.last_run_s or 0.0
+        warm = []
+        for index in range(request.warm_runs):
+            report(f"warm run {index + 1}/{request.warm_runs}", 0.35 + 0.3 * index / max(request.warm_runs, 1))
+            session.run(inputs.feeds)
+            warm.append(session.last_run_s or 0.0)
+        gpu_memory = memory_probe.finish(session)
+        outputs = dict(zip(session.output_names, outputs_list, strict=True))
+        timings = Timings(
+            creation_s=session.creation_s,
+            first_run_s=first_run_s,
+            warm_median_s=statistics.median(warm) if warm else None,
+            warm_min_s=min(warm) if warm else None,
+            warm_runs=len(warm),
+        )
+        placement, placement_note = session.placement, session.placement_note
+    if placement is None:
+        report("reading placement from a profiled run", 0.7)
+        placement, placement_note = _profile_placement(model, ep, request, inputs.feeds, placement_note)
+
+    report("comparing outputs", 0.8)
+    parity = _parity(request, model, session, outputs, reference, inputs.feeds)
+    saved = None
+    if request.save_outputs is not None:
+        report("saving outputs", 0.95)
+        saved = _save_outputs(request.save_outputs, outputs)
+
+    status = _placement_status(placement)
+    failures = _failures(request, parity, placement, status, placement_note)
+    report("done", 1.0)
+    return CheckResult(
+        model=model.path,
+        model_sha256=model.sha256,
+        model_node_count=model.node_count,
+        ort_version=ort.__version__,
+        requested_ep=session.requested_ep,
+        active_ep=session.active_ep,
+        providers=tuple(session.providers),
+        ep_reason=ep_reason,
+        fallback_used=session.fallback_used,
+        fallback_reason=session.fallback_reason,
+        device_id=session.device_id if session.active_ep.is_gpu else None,
+        provider_options=dict(session.provider_options),
+        inputs=tuple(
+            InputSummary(name, str(array.dtype), tuple(array.shape), inputs.sources.get(name, "generated"))
+            for name, array in inputs.feeds.items()
+        ),
+        input_notes=inputs.notes,
+        timings=timings,
+        gpu_memory=gpu_memory,
+        placement=placement,
+        placement_status=status,
+        placement_note=placement_note,
+        strict_placement=request.strict_placement,
+        parity=parity,
+        saved_outputs=saved,
+        failures=failures,
+        passed=not failures,
+        verdict=verdict_line(failures, placement, parity, session.fallback_used, session.active_ep),
+    )
+
+
+# --------------------------------------------------------------------------------------------- reference, output
+
+
+def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
+    import zipfile
+
+    import numpy as np
+
+    hint = "give an .npz written by ortgpu check --save-outputs (arrays named after the model's outputs)"
+    if not path.is_file():
+        raise ReferenceFileError(f"reference file not found: {path}", hint)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ReferenceFileError(f"cannot read reference {path}: {exc}", hint) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ReferenceFileError(f"{path} is a single .npy array, not an .npz of named outputs", hint)
+    arrays: dict[str, np.ndarray] = {}
+    with loaded:
+        for name in loaded.files:
+            try:
+                arrays[name] = loaded[name]
+            except ValueError:
+                raise ReferenceFileError(
+                    f"reference {path}: array {name!r} holds pickled Python objects, which are not loaded",
+                    "save plain numeric or string arrays",
+                ) from None
+            except (OSError, EOFError, zipfile.BadZipFile) as exc:
+                raise ReferenceFileError(f"reference {path}: array {name!r} is unreadable ({exc})", hint) from None
+            if arrays[name].dtype.kind not in "biufUS":
+                raise ReferenceFileError(
+                    f"reference {path}: array {name!r} has dtype {arrays[name].dtype.str}, not numbers or text "
+                    "(raw bytes of a type numpy lacks, such as float8 or bfloat16, cannot be compared)",
+                    "store the reference as float32/float16/int/bool/str arrays",
+                )
+    if not set(arrays) & set(model.output_names):
+        raise ReferenceFileError(
+            f"reference {path.name} has none of the model's outputs ({', '.join(model.output_names)}); "
+            f"it holds {', '.join(sorted(arrays)) or 'nothing'}",
+            hint,
+        )
+    return arrays
+
+
+def _check_output_path(path: Path | None) -> None:
+    if path is None:
+        return
+    if path.suffix != ".npz":
+        raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
+    if path.is_dir():
+        raise OutputFileError(f"--save-outputs {path} is a directory", "give a file name, e.g. outputs.npz")
+    if not path.parent.is_dir():
+        raise OutputFileError(f"--save-outputs {path}: folder {path.parent} does not exist", "create it first")
+
+
+def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
+    import numpy as np
+
+    from ortgpu.atomic import atomic_write
+
+    arrays = {}
+    for name, value in outputs.items():
+        if isinstance(value, np.ndarray):
+            # Text as fixed-width unicode: object arrays would need pickle to load back.
+            arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
+    atomic_write(path, lambda handle: np.savez(handle, **arrays))
+    return path
+
+
+# --------------------------------------------------------------------------------------------- GPU memory
+
+
+@dataclass
+class _MemoryProbe:
+    nvml_index: int | None
+    before: int | None
+    note: str | None
+
+    @classmethod
+    def start(cls, ep: ExecutionProvider, device: int) -> _MemoryProbe:
+        if not ep.is_gpu:
+            return cls(None, None, "not measured: the session runs on the CPU EP")
+        from ortgpu.env.nvml import device_memory_used_bytes
+
+        index, note = _nvml_index(device)
+        if index is None:
+            return cls(None, None, note)
+        before = device_memory_used_bytes(index)
+        if before is None:
+            return cls(None, None, "not measured: NVML did not answer")
+        return cls(index, before, note)
+
+    def finish(self, session: VerifiedSession) -> GpuMemory:
+        if not session.active_ep.is_gpu:
+            note = self.note if session.requested_ep is session.active_ep else "not measured: fell back to CPU"
+            return GpuMemory(used_bytes=None, note=note or "not measured: the session runs on the CPU EP")
+        if self.nvml_index is None or self.before is None:
+            return GpuMemory(used_bytes=None, note=self.note)
+        from ortgpu.env.nvml import device_memory_used_bytes
+
+        after = device_memory_used_bytes(self.nvml_index)
+        if after is None:
+            return GpuMemory(used_bytes=None, nvml_index=self.nvml_index, note="not measured: NVML did not answer")
+        return GpuMemory(
+            used_bytes=after - self.before,
+            before_bytes=self.before,
+            after_bytes=after,
+            nvml_index=self.nvml_index,
+            note=self.note or "device-wide NVML delta: includes the CUDA context; other processes count too",
+        )
+
+
+def _nvml_index(device_id: int) -> tuple[int | None, str | None]:
+    """The NVML index of CUDA device ``device_id`` under CUDA_VISIBLE_DEVICES."""
+    from ortgpu.env.nvml import map_visible_devices, query_driver
+
+    driver = query_driver()
+    if not driver.present:
+        return None, f"not measured: NVML unavailable ({driver.error})"
+    visible = map_visible_devices(
+        driver.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")
+    )
+    match = next((d for d in visible.devices if d.device_id == device_id), None)
+    if match is None:
+        return None, f"not measured: CUDA device {device_id} is not among the visible GPUs"
+    return match.gpu.index, (visible.note if not visible.exact else None)
+
+
+def _compute_capability(device_id: int) -> tuple[int, int] | None:
+    from ortgpu.env.nvml import map_visible_devices, query_driver
+
+    driver = query_driver()
+    visible = map_visible_devices(
+        driver.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")
+    )
+    match = next((d for d in visible.devices if d.device_id == device_id), None)
+    return match.gpu.compute_capability if match else None
+
+
+# --------------------------------------------------------------------------------------------- placement
+
+
+def _profile_placement(
+    model: ModelInfo,
+    ep: ExecutionProvider,
+    request: CheckRequest,
+    feeds: Mapping[str, Any],
+    note: str | None,
+) -> tuple[PlacementReport | None, str | None]:
+    """Placement from ORT profiling of one run, when the build log gave none."""
+    from ortgpu.placement import parse_profile_file
+    from ortgpu.session import open_session
+
+    with (
+        tempfile.TemporaryDirectory(prefix="ortgpu-profile-") as folder,
+        open_session(
+            model.path,
+            ep,
+            request.config,
+            request.device_id,
+            request.ep_options,
+            model_info=model,
+            profile_dir=Path(folder),
+        ) as session,
+    ):
+        session.run(feeds)
+        placement = parse_profile_file(session.end_profiling(), session.active_ep.ort_name)
+    if placement is None:
+        return None, (note or "") + "; profiling recorded no node either"
+    return placement, "from ORT profiling of one run: nodes that did not run (untaken If branches) are not seen"
+
+
+def _placement_status(placement: PlacementReport | None) -> PlacementStatus:
+    if placement is None:
+        return PlacementStatus.UNKNOWN
+    return PlacementStatus.ALL_ON_EP if placement.all_on_requested else PlacementStatus.PARTIAL
+
+
+# --------------------------------------------------------------------------------------------- parity
+
+
+def _base_precision(session: VerifiedSession) -> Precision:
+    """The float precision the active EP computes fp32 in, which picks the default tolerances."""
+    ep, options = session.active_ep, session.provider_options
+    if ep is ExecutionProvider.CPU:
+        return Precision.FP32
+    if ep is ExecutionProvider.TENSORRT and (
+        options.get("trt_fp16_enable") == "1" or options.get("trt_bf16_enable") == "1"
+    ):
+        return Precision.FP16
+    tf32_allowed = os.environ.get("NVIDIA_TF32_OVERRIDE") != "0"
+    if ep is ExecutionProvider.CUDA:
+        tf32_allowed = tf32_allowed and options.get("use_tf32", "1") != "0"  # ORT's default is on
+    capability = _compute_capability(session.device_id)
+    if capability is not None and capability < (8, 0):
+        tf32_allowed = False  # TF32 tensor cores start with Ampere (sm_80)
+    return Precision.TF32 if tf32_allowed else Precision.FP32_GPU
+
+
+def _parity(
+    request: CheckRequest,
+    model: ModelInfo,
+    session: VerifiedSession,
+    outputs: Mapping[str, Any],
+    reference: Mapping[str, np.ndarray] | None,
+    feeds: Mapping[str, Any],
+) -> ParityReport:
+    base = _base_precision(session)
+    if reference is not None:
+        compared = _compare_all(request, outputs, reference, base)
+        extra = tuple(sorted(set(reference) - set(outputs)))
+        return ParityReport(
+            ReferenceKind.FILE,
+            _overall(compared),
+            _skip_reason(compared),
+            request.reference,
+            compared,
+            extra,
+        )
+    if session.active_ep is ExecutionProvider.CPU:
+        why = (
+            "same EP: the session fell back to the CPU EP, nothing independent to compare with"
+            if session.fallback_used
+            else "same EP: the requested EP is the CPU EP (give --reference FILE.npz to compare)"
+        )
+        return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why)
+    from ortgpu.session import open_session
+
+    with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
+        expected = dict(zip(cpu.output_names, cpu.run(feeds), strict=True))
+    compared = _compare_all(request, outputs, expected, base)
+    return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared)
+
+
+def _compare_all(
+    request: CheckRequest, outputs: Mapping[str, Any], reference: Mapping[str, Any], base: Precision
+) -> tuple[OutputParity, ...]:
+    import numpy as np
+
+    compared = []
+    for name, value in outputs.items():
+        if name not in reference:
+            compared.append(OutputParity(name, ParityStatus.SKIPPED, "not in the reference"))
+            continue
+        is_float = isinstance(value, np.ndarray) and value.dtype.kind == "f"
+        compared.append(
+            compare_output(
+                name,
+                value,
+                reference[name],
+                base,
+                atol=request.atol.for_output(name, is_float),
+                rtol=request.rtol.for_output(name, is_float),
+            )
+        )
+    return tuple(compared)
+
+
+def _overall(compared: tuple[OutputParity, ...]) -> ParityStatus:
+    statuses = {c.status for c in compared}
+    if ParityStatus.FAIL in statuses:
+        return ParityStatus.FAIL
+    return ParityStatus.PASS if ParityStatus.PASS in statuses else ParityStatus.SKIPPED
+
+
+def _skip_reason(compared: tuple[OutputParity, ...]) -> str | None:
+    if _overall(compared) is not ParityStatus.SKIPPED:
+        return None
+    return "nothing compared: " + "; ".join(f"{c.name}: {c.reason}" for c in compared) if compared else "no outputs"
+
+
+# --------------------------------------------------------------------------------------------- verdict
+
+
+def _failures(
+    request: CheckRequest,
+    parity: ParityReport,
+    placement: PlacementReport | None,
+    status: PlacementStatus,
+    placement_note: str | None,
+) -> tuple[str, ...]:
+    failures = [c.failure_line() for c in parity.outputs if c.status is ParityStatus.FAIL]
+    if request.strict_placement:
+        if status is PlacementStatus.UNKNOWN:
+            failures.append(f"--strict-placement: the placement could not be read ({placement_note})")
+        elif status is PlacementStatus.PARTIAL and placement is not None:
+            shown = ", ".join(
+                f"{n.op_type} ({n.name}) on {n.provider}" + (f" [{n.reason.value}]" if n.reason else "")
+                for n in placement.off_requested[:5]
+            )
+            more = f" and {len(placement.off_requested) - 5} more" if len(placement.off_requested) > 5 else ""
+            failures.append(
+                f"--strict-placement: {placement.off_requested_count} compute node(s) left "
+                f"{placement.requested_provider}: {shown}{more}"
+            )
+    return tuple(failures)

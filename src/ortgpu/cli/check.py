@@ -1,0 +1,241 @@
+"""`ortgpu check MODEL`: strict session on one EP, per-node placement, parity, timings, GPU memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.errors import BadInputError
+
+__all__ = ["FlagError", "command", "render"]
+
+_MAX_NODES_SHOWN = 20
+_REASONS = {
+    "no-kernel": "no kernel on the requested EP",
+    "cpu-preferred": "kept on CPU by ORT on purpose (shape computation)",
+    "unknown": "ORT logged no reason",
+}
+
+
+class FlagError(BadInputError):
+    """A flag value that cannot be read (exit 2)."""
+
+
+def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise FlagError(f"{flag} {text!r} is not a whole number", f"e.g. {flag} {max(minimum, 0)}") from None
+    if value < minimum:
+        raise FlagError(f"{flag} {value} is below {minimum}", f"use {flag} {minimum} or more")
+    return value
+
+
+@click.command("check")
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--ep", "ep_name", metavar="EP", help="cuda, tensorrt or cpu (default: the best available, said why).")
+@click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
+@click.option("--device", "device_text", metavar="N", help="CUDA device id (wins over the config's device_id).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
+@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
+@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
+@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
+@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data: .npz named after inputs.")
+@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
+@click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
+@click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
+@click.option("--rtol", multiple=True, metavar="[OUTPUT:]VALUE", help="Relative tolerance, global or per output.")
+@click.option("--strict-placement", is_flag=True, help="Fail (exit 1) when any compute node left the requested EP.")
+@click.option("--save-outputs", type=click.Path(path_type=Path), help="Write the outputs to this .npz (atomic).")
+@click.option("--warm-runs", "warm_text", default="5", show_default=True, metavar="N", help="Warm runs timed.")
+@json_option
+def command(
+    model: Path,
+    ep_name: str | None,
+    ep_options: tuple[str, ...],
+    device_text: str | None,
+    config_path: Path | None,
+    shapes: tuple[str, ...],
+    dims: tuple[str, ...],
+    ranges: tuple[str, ...],
+    npz: Path | None,
+    seed_text: str | None,
+    reference: Path | None,
+    atol: tuple[str, ...],
+    rtol: tuple[str, ...],
+    strict_placement: bool,
+    save_outputs: Path | None,
+    warm_text: str,
+    as_json: bool,
+) -> int:
+    """Prove MODEL runs on the requested execution provider, every node, with the right numbers.
+
+    Exit 0 pass; 1 parity off or (with --strict-placement) nodes off the EP; 2 bad input; 3 the EP cannot be
+    active here (the cause is named; never a quiet CPU run unless the config says fallback = "cpu").
+    """
+    from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
+    from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
+    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
+
+    config = load_config(config_path)
+    request = CheckRequest(
+        model=model,
+        ep=ExecutionProvider.parse(ep_name) if ep_name else None,
+        ep_options=dict(parse_ep_option(o) for o in ep_options),
+        device_id=_int_flag(device_text, "--device"),
+        config=config,
+        inputs=merge_input_spec(
+            config.inputs,
+            shapes=dict(parse_shape(s) for s in shapes),
+            dims=dict(parse_dim(d) for d in dims),
+            ranges=dict(parse_range(r) for r in ranges),
+            npz=npz,
+            seed=_int_flag(seed_text, "--seed"),
+        ),
+        reference=reference,
+        atol=parse_tolerances(atol, "--atol"),
+        rtol=parse_tolerances(rtol, "--rtol"),
+        strict_placement=strict_placement,
+        save_outputs=save_outputs,
+        warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
+    )
+    with progress_reporter(not as_json) as progress:
+        result = run_check(request, progress)
+    emit("check", result, as_json, render)
+    return 0 if result.passed else 1
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:.3f} ms"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def _mib(value: int | None) -> str:
+    return "–" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def render(result: Any, console: Any) -> None:
+    """The human rendering of a CheckResult."""
+    from rich.table import Table
+
+    console.print(
+        f"[bold]{result.model.name}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
+        f"{result.ort_version}, sha256 {result.model_sha256[:12]})"
+    )
+    active = ", ".join(result.providers)
+    console.print(
+        f"  EP: requested [bold]{result.requested_ep.value}[/], active [bold]{active}[/]"
+        + (f" (device {result.device_id})" if result.device_id is not None else "")
+    )
+    if result.ep_reason:
+        console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+    if result.fallback_used:
+        console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
+    for item in result.inputs:
+        console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
+    for note in result.input_notes:
+        console.print(f"  [dim]{note}[/]")
+    _render_placement(result, console, Table)
+    _render_parity(result, console, Table)
+    t = result.timings
+    console.print(
+        f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
+        f"warm median {_ms(t.warm_median_s)} over {t.warm_runs} runs"
+    )
+    memory = result.gpu_memory
+    if memory.used_bytes is not None:
+        console.print(
+            f"[bold]GPU memory[/]  {_mib(memory.used_bytes)} used by the session (NVML GPU "
+            f"{memory.nvml_index}: {_mib(memory.before_bytes)} -> {_mib(memory.after_bytes)})"
+        )
+    else:
+        console.print(f"[bold]GPU memory[/]  {memory.note}")
+    if result.saved_outputs is not None:
+        console.print(f"outputs saved to {result.saved_outputs}")
+    colour = "green" if result.passed else "red"
+    console.print(f"\n[bold {colour}]{result.verdict}[/]")
+    for failure in result.failures[1:]:
+        console.print(f"[red]  also: {failure}[/]")
+
+
+def _render_placement(result: Any, console: Any, table_type: Any) -> None:
+    placement = result.placement
+    if placement is None:
+        console.print(f"\n[bold]Placement[/]  unknown: {result.placement_note}")
+        return
+    source = "ORT's session log" if placement.source.value == "log" else "ORT profiling of one run"
+    console.print(f"\n[bold]Placement[/] (from {source}, after graph optimisation): {placement.summary()}")
+    table = table_type(show_edge=False, pad_edge=False)
+    table.add_column("provider")
+    table.add_column("compute nodes", justify="right")
+    for provider, count in placement.compute_per_provider.items():
+        style = "" if provider == placement.requested_provider else "yellow"
+        table.add_row(f"[{style}]{provider}[/]" if style else provider, str(count))
+    table.add_row("Memcpy (inserted by ORT)", str(placement.memcpy_count))
+    console.print(table)
+    if placement.off_requested:
+        strict = "red" if result.strict_placement else "yellow"
+        console.print(
+            f"[{strict}]  {placement.off_requested_count} compute node(s) not on {placement.requested_provider}:[/]"
+        )
+        for node in placement.off_requested[:_MAX_NODES_SHOWN]:
+            why = f"  [dim]{_REASONS[node.reason.value]}[/]" if node.reason else ""
+            console.print(f"    {node.op_type} ({node.name or 'unnamed'}) on {node.provider}{why}")
+        if len(placement.off_requested) > _MAX_NODES_SHOWN:
+            console.print(f"    ... {len(placement.off_requested) - _MAX_NODES_SHOWN} more (see --json)")
+    if placement.memcpy_nodes:
+        names = ", ".join(f"{n.op_type} ({n.name})" for n in placement.memcpy_nodes[:6])
+        more = " ..." if len(placement.memcpy_nodes) > 6 else ""
+        console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
+    if result.placement_note:
+        console.print(f"  [dim]{result.placement_note}[/]")
+
+
+def _render_parity(result: Any, console: Any, table_type: Any) -> None:
+    parity = result.parity
+    if parity.reference.value == "none":
+        console.print(f"\n[bold]Parity[/]: {parity.status.value}: {parity.reason}")
+        return
+    against = "the CPU EP" if parity.reference.value == "cpu-ep" else str(parity.reference_path)
+    console.print(
+        f"\n[bold]Parity[/] against {against}: {parity.status.value}" + (f" ({parity.reason})" if parity.reason else "")
+    )
+    if not parity.outputs:
+        return
+    table = table_type(show_edge=False, pad_edge=False)
+    for column in ("output", "max abs", "max rel", "mean abs", "cosine", "NaN/Inf", "result"):
+        table.add_column(column, justify="left" if column in ("output", "result") else "right")
+    details = []
+    for out in parity.outputs:
+        colour = {"pass": "green", "fail": "red", "skipped": "dim"}[out.status.value]
+        verdict = out.status.value
+        if out.status.value == "fail" and out.max_abs is not None:
+            verdict = f"fail: {out.mismatches}/{out.elements} off"
+        table.add_row(
+            out.name,
+            _num(out.max_abs),
+            _num(out.max_rel),
+            _num(out.mean_abs),
+            "–" if out.cosine is None else f"{out.cosine:.6f}",
+            f"{out.nan_count}/{out.inf_count}",
+            f"[{colour}]{verdict}[/]",
+        )
+        shape = f" {list(out.shape)}" if out.shape is not None else ""
+        if out.atol is not None:
+            basis = " (given)" if out.tolerance_given else f" ({out.precision.value} defaults)"
+            details.append(f"  {out.name}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
+        if out.reason:
+            details.append(f"  {out.name}: {out.reason}")
+    console.print(table)
+    for line in details:
+        console.print(f"[dim]{line}[/]")
+    if parity.extra_reference_names:
+        console.print(f"  [dim]in the reference but not model outputs: {', '.join(parity.extra_reference_names)}[/]")

@@ -1,0 +1,342 @@
+"""Strict sessions: the requested EP is the active one, or the build fails with the cause (or falls back, recorded)."""
+
+from __future__ import annotations
+
+import difflib
+import time
+import uuid
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
+from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.session.failures import (
+    Phase,
+    ProviderUnavailableError,
+    ort_exception_types,
+    translate_ort_error,
+)
+from ortgpu.session.options import VERBOSE, build_session_options, device_of, provider_chain, run_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import onnxruntime
+
+    from ortgpu.model.inputs import InputSpec
+    from ortgpu.model.inspect import ModelInfo
+
+__all__ = ["LOAD_OVERRIDES", "VerifiedSession", "load", "open_session"]
+
+
+class VerifiedSession:
+    """An onnxruntime session whose active EP was checked against the requested one.
+
+    ``ort`` is the InferenceSession itself; ``run`` validates the feeds, times the run (``last_run_s``) and turns
+    ORT's exceptions into ortgpu errors. ``fallback_used`` is True only when the config allowed a CPU fallback
+    and it happened; ``fallback_reason`` then says why.
+    """
+
+    def __init__(
+        self,
+        *,
+        ort: onnxruntime.InferenceSession,
+        model: ModelInfo,
+        requested_ep: ExecutionProvider,
+        active_ep: ExecutionProvider,
+        providers: list[str],
+        provider_options: dict[str, str],
+        device_id: int,
+        creation_s: float,
+        config: Config,
+        ep_reason: str | None = None,
+        fallback_used: bool = False,
+        fallback_reason: str | None = None,
+        placement: PlacementReport | None = None,
+        placement_note: str | None = None,
+        build_log: str = "",
+    ) -> None:
+        self.ort = ort
+        self.model = model
+        self.requested_ep = requested_ep
+        self.active_ep = active_ep
+        self.providers = providers
+        self.provider_options = provider_options
+        self.device_id = device_id
+        self.creation_s = creation_s
+        self.config = config
+        self.ep_reason = ep_reason
+        self.fallback_used = fallback_used
+        self.fallback_reason = fallback_reason
+        self.placement = placement
+        self.placement_note = placement_note
+        self.build_log = build_log  # what ORT logged while the session was built (captured, not printed)
+        self.last_run_s: float | None = None
+        self.warmup_s: tuple[float, ...] = ()
+        self.warmup_shapes: dict[str, tuple[int, ...]] = {}
+        self._run_options = run_options(config)
+
+    # -- running ----------------------------------------------------------------------------------------------
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.ort.get_inputs())
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.ort.get_outputs())
+
+    def run(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None = None) -> list[np.ndarray]:
+        """Run once; outputs in ``output_names`` order (default: every output, in the model's order)."""
+        if self.ort is None:
+            raise ConfigError("this session is closed", "open a new one with ortgpu.load()")
+        self._check_feeds(feeds)
+        start = time.perf_counter()
+        outputs = self._run_impl(feeds, output_names)
+        self.last_run_s = time.perf_counter() - start
+        return outputs
+
+    def _run_impl(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None) -> list[np.ndarray]:
+        import onnxruntime as ort
+
+        try:
+            return self.ort.run(list(output_names) if output_names else None, dict(feeds), self._run_options)
+        except ort_exception_types() as exc:
+            raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
+
+    def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
+        from ortgpu.model.inputs import InputError
+
+        expected = set(self.input_names)
+        unknown = sorted(set(feeds) - expected)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(expected), n=1)
+            mean = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(
+                f"no input named {unknown[0]!r}{mean}; the model's inputs are {', '.join(sorted(expected))}",
+                "feed the model's input names",
+            )
+        missing = sorted(expected - set(feeds))
+        if missing:
+            raise InputError(f"missing input(s): {', '.join(missing)}", "feed every input of the model")
+
+    def warm_up(self, spec: InputSpec, runs: int = 2) -> None:
+        """Run ``runs`` times on inputs made from ``spec`` (first runs pay for kernel choice and allocation)."""
+        from ortgpu.model.inputs import make_inputs
+
+        inputs = make_inputs(self.model, spec)
+        times = []
+        for _ in range(max(runs, 0)):
+            self.run(inputs.feeds)
+            times.append(self.last_run_s or 0.0)
+        self.warmup_s = tuple(times)
+        self.warmup_shapes = dict(inputs.shapes)
+
+    def end_profiling(self) -> Path:
+        """Stop ORT profiling (the session was opened with ``profile_dir``) and return the JSON file it wrote."""
+        return Path(self.ort.end_profiling())
+
+    # -- lifetime ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the session (its device memory goes back to ORT's arena owner when the object is freed)."""
+        self.ort = None
+
+    def __enter__(self) -> VerifiedSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        fallback = ", fallback used" if self.fallback_used else ""
+        return (
+            f"VerifiedSession({self.model.path.name!r}, requested={self.requested_ep.value}, "
+            f"active={self.active_ep.value}{fallback})"
+        )
+
+
+def _available_providers() -> list[str]:
+    import onnxruntime as ort
+
+    return ort.get_available_providers()
+
+
+def _create(
+    model_path: Path,
+    ep: ExecutionProvider,
+    config: Config,
+    names: list[str],
+    options: list[dict[str, str]],
+    collect_placement: bool,
+    profile_dir: Path | None = None,
+) -> tuple[Any, float, str, str]:
+    """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
+    import onnxruntime as ort
+
+    from ortgpu.session.capture import capture_native_stderr
+
+    logid = f"ortgpu-{uuid.uuid4().hex[:12]}"
+    severity = VERBOSE if collect_placement else int(config.session["log_severity_level"])
+    session_options = build_session_options(config, log_severity=severity, logid=logid)
+    if profile_dir is not None:
+        session_options.enable_profiling = True
+        session_options.profile_file_prefix = str(Path(profile_dir) / "ortgpu-profile")
+    errors = ort_exception_types()
+    with capture_native_stderr() as log, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if collect_placement:
+            # ORT says why a node left the device EP ("Force fallback to CPU ...") through its process-wide
+            # default logger at INFO; raised for the build only, then back to ORT's default (warning).
+            ort.set_default_logger_severity(1)
+        start = time.perf_counter()
+        try:
+            # enable_fallback=0: ORT's Python wrapper would otherwise retry on CPU and print to stdout.
+            session = ort.InferenceSession(
+                str(model_path), session_options, providers=names, provider_options=options, enable_fallback=0
+            )
+        except errors as exc:
+            failure = exc
+        else:
+            failure = None
+        finally:
+            elapsed = time.perf_counter() - start
+            if collect_placement:
+                ort.set_default_logger_severity(2)
+    text = log.text + "".join(f"[W:python] {w.message}\n" for w in caught)
+    if failure is not None:
+        error = translate_ort_error(failure, Phase.CREATE, ep, ort.__version__)
+        if isinstance(error, ProviderUnavailableError):
+            from ortgpu.session.providers import cause_from_log
+
+            cause = cause_from_log(text)
+            if cause:
+                error = ProviderUnavailableError(f"{error.message} ({cause})", error.hint)
+        raise error from None
+    return session, elapsed, text, logid
+
+
+def open_session(
+    model_path: str | Path,
+    ep: ExecutionProvider | str | None = None,
+    config: Config | None = None,
+    device_id: int | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    collect_placement: bool = False,
+    *,
+    model_info: ModelInfo | None = None,
+    profile_dir: Path | None = None,
+) -> VerifiedSession:
+    """Build a session on ``ep`` (default: :func:`best_available_ep`) and prove ``ep`` is the active provider.
+
+    ``provider_options`` are merged over ``config.ep_options[ep]``; ``device_id`` wins over both. When ORT
+    fell back (its provider library failed to load: ORT logs it and carries on), this raises
+    ProviderUnavailableError (exit 3) with the cause, unless ``config.fallback`` is CPU: then the session runs
+    on CPU with ``fallback_used`` set. ``collect_placement`` reads the per-node placement from ORT's verbose log.
+    ``model_info`` skips a second inspection of a model already inspected; ``profile_dir`` turns ORT profiling
+    on, written there (see :meth:`VerifiedSession.end_profiling`).
+    """
+    from ortgpu.model.inspect import inspect_model
+    from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
+
+    config = config or Config()
+    model = model_info if model_info is not None else inspect_model(model_path)
+    ep_reason = None
+    if ep is None:
+        ep, ep_reason = best_available_ep()
+    elif isinstance(ep, str):
+        ep = ExecutionProvider.parse(ep)
+    names, options = provider_chain(ep, config, provider_options, device_id)
+    device = device_of(options[0]) if ep.is_gpu else 0
+    fallback_reason = None
+    if ep.ort_name not in _available_providers():
+        missing = missing_from_build_error(ep)
+        if config.fallback is not Fallback.CPU:
+            raise missing
+        fallback_reason = missing.message
+        names, options = ["CPUExecutionProvider"], [{}]
+
+    session, elapsed, log_text, logid = _create(model.path, ep, config, names, options, collect_placement, profile_dir)
+    active_names = list(session.get_providers())
+    if ep.ort_name not in active_names and fallback_reason is None:
+        error = inactive_provider_error(ep, active_names, log_text)
+        if config.fallback is not Fallback.CPU:
+            raise error
+        fallback_reason = error.message
+    active = ExecutionProvider.from_ort_name(active_names[0]) or ExecutionProvider.CPU
+
+    placement, placement_note = None, None
+    if collect_placement:
+        placement = parse_verbose_log(log_text, active.ort_name if fallback_reason else ep.ort_name, logid)
+        if placement is None:
+            placement_note = "onnxruntime logged no node placement (a minimal build?); placement comes from profiling"
+    return VerifiedSession(
+        ort=session,
+        model=model,
+        requested_ep=ep,
+        active_ep=active,
+        providers=active_names,
+        provider_options=options[0] if fallback_reason is None else {},
+        device_id=device,
+        creation_s=elapsed,
+        config=config,
+        ep_reason=ep_reason,
+        fallback_used=fallback_reason is not None,
+        fallback_reason=fallback_reason,
+        placement=placement,
+        placement_note=placement_note,
+        build_log=log_text,
+    )
+
+
+# The keyword overrides ortgpu.load() takes, with what each does (also used for the did-you-mean).
+LOAD_OVERRIDES: dict[str, str] = {
+    "ep": "execution provider: 'cuda', 'tensorrt', 'cpu' or an ExecutionProvider (default: the best available)",
+    "device_id": "GPU to run on (wins over the config's device_id)",
+    "provider_options": "provider options merged over the config's [ep.<name>] (validated the same way)",
+    "fallback": "'none' or 'cpu' (wins over the config's fallback)",
+    "inputs": "an InputSpec for the warm-up runs (default: the config's [inputs])",
+    "warmup_runs": "how many warm-up runs (default 2; 0 skips the warm-up)",
+    "collect_placement": "read the per-node placement at build time (default True)",
+}
+
+
+def load(model: str | Path, config: Config | str | Path | None = None, **overrides: Any) -> VerifiedSession:
+    """Open a verified session on ``model`` and warm it up on the configured input shapes.
+
+    ``config`` is a Config or the path of an ortgpu.toml; ``overrides`` are listed in ``LOAD_OVERRIDES``.
+    Raises the same typed errors, with the same messages, as ``ortgpu check`` prints.
+    """
+    unknown = sorted(set(overrides) - set(LOAD_OVERRIDES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(LOAD_OVERRIDES), n=1)
+        mean = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(
+            f"ortgpu.load() got an unknown argument {unknown[0]!r}{mean}",
+            "it takes: " + ", ".join(LOAD_OVERRIDES),
+        )
+    if not isinstance(config, Config):
+        config = load_config(config)
+    if "fallback" in overrides:
+        from dataclasses import replace
+
+        value = overrides["fallback"]
+        try:
+            fallback = value if isinstance(value, Fallback) else Fallback(str(value).lower())
+        except ValueError:
+            raise ConfigError(f"fallback={value!r} is not 'none' or 'cpu'", "use fallback='cpu' or 'none'") from None
+        config = replace(config, fallback=fallback)
+    session = open_session(
+        model,
+        ep=overrides.get("ep"),
+        config=config,
+        device_id=overrides.get("device_id"),
+        provider_options=overrides.get("provider_options"),
+        collect_placement=bool(overrides.get("collect_placement", True)),
+    )
+    runs = overrides.get("warmup_runs", 2)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
+        raise ConfigError(f"warmup_runs={runs!r} is not a whole number >= 0", "e.g. warmup_runs=2")
+    session.warm_up(overrides.get("inputs") or config.inputs, runs)
+    return session
