@@ -1,0 +1,140 @@
+"""Latency statistics for one benchmark case: percentiles, spread, throughput and a stability verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CV_WARN",
+    "MIN_RUNS",
+    "STALL_FACTOR",
+    "TAIL_WARN",
+    "LatencyStats",
+    "compute_stats",
+    "stability_problems",
+]
+
+# trtexec warns above a 1% coefficient of variation of GPU compute time; a host-timed loop on a shared machine
+# is noisier, so 10% is where the percentiles stop being comparable run to run.
+CV_WARN = 0.10
+# A p99 more than 1.5x the median means stalls (other processes, clock changes, allocator growth) in the tail.
+TAIL_WARN = 1.5
+# Below this many timed runs the percentiles are too coarse to compare.
+MIN_RUNS = 10
+# A run this many times the median is a stall (a preemption, a page fault storm), not normal variation.
+STALL_FACTOR = 5.0
+_MAD_TO_STD = 1.4826  # for normally distributed data, MAD x 1.4826 estimates the standard deviation
+# How many quantiles are kept (0..100 %) to draw the distribution without storing every sample.
+_QUANTILE_POINTS = 101
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Latency of one case in milliseconds, and its throughput.
+
+    ``throughput`` is samples per second: batch x completed runs / wall time of the timed window (all threads
+    together). ``cv`` is std / mean. ``mad_ms`` is the median absolute deviation scaled to estimate a standard
+    deviation (x1.4826): a spread that a few stalls cannot inflate. ``stalls`` counts runs over STALL_FACTOR x p50.
+    ``quantiles_ms`` holds the 0th..100th percentiles, for plots.
+    ``stable`` is False when the spread is too wide to trust; ``problems`` says why.
+    """
+
+    count: int
+    batch: int
+    wall_s: float
+    min_ms: float
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_ms: float
+    std_ms: float
+    cv: float
+    runs_per_s: float
+    throughput: float
+    stable: bool
+    problems: tuple[str, ...]
+    quantiles_ms: tuple[float, ...] = ()
+    mad_ms: float = 0.0
+    stalls: int = 0
+
+    @property
+    def tail_ratio(self) -> float:
+        """p99 / p50: how far the slow tail reaches."""
+        return self.p99_ms / self.p50_ms if self.p50_ms > 0 else float("inf")
+
+
+def stability_problems(
+    count: int, cv: float, tail_ratio: float, robust_cv: float = 0.0, stalls: int = 0
+) -> tuple[str, ...]:
+    """Why a measurement cannot be trusted; empty when it can.
+
+    ``robust_cv`` is the MAD-based spread over the median; when it is small but ``cv`` is large, a few stalls
+    carry the whole variance: the percentiles hold, the mean and the std do not.
+    """
+    problems: list[str] = []
+    if count < MIN_RUNS:
+        problems.append(f"only {count} timed runs (fewer than {MIN_RUNS}): percentiles are coarse")
+    if robust_cv > CV_WARN:
+        problems.append(
+            f"latency varies a lot: coefficient of variation {cv:.0%}, robust spread {robust_cv:.0%} "
+            f"of the median (over {CV_WARN:.0%})"
+        )
+    elif cv > CV_WARN:
+        problems.append(
+            f"rare stalls: {stalls} run(s) over {STALL_FACTOR:g}x p50 push the coefficient of "
+            f"variation to {cv:.0%} (over {CV_WARN:.0%}); the mean and std carry them, the median does not"
+        )
+    if tail_ratio > TAIL_WARN:
+        problems.append(f"slow tail: p99 is {tail_ratio:.1f}x p50 (over {TAIL_WARN}x)")
+    return tuple(problems)
+
+
+def compute_stats(samples_ns: Sequence[int] | Any, batch: int, wall_s: float) -> LatencyStats:
+    """Stats from per-run latencies in nanoseconds (a sequence or numpy array) measured over ``wall_s`` seconds.
+
+    Percentiles use linear interpolation between the closest ranks (numpy's default).
+    """
+    import numpy as np
+
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    values = np.asarray(samples_ns, dtype=np.float64) / 1e6
+    count = int(values.size)
+    if count == 0:
+        raise ValueError("no samples")
+    quantiles = np.percentile(values, np.linspace(0.0, 100.0, _QUANTILE_POINTS))
+    p50, p90, p95, p99 = (float(q) for q in np.percentile(values, (50, 90, 95, 99)))
+    mean = float(values.mean())
+    std = float(values.std(ddof=1)) if count > 1 else 0.0
+    cv = std / mean if mean > 0 else 0.0
+    mad = float(np.median(np.abs(values - p50))) * _MAD_TO_STD
+    stalls = int((values > STALL_FACTOR * p50).sum())
+    wall = float(wall_s) if wall_s > 0 else float(values.sum() / 1e3)
+    runs_per_s = count / wall if wall > 0 else 0.0
+    tail = p99 / p50 if p50 > 0 else float("inf")
+    problems = stability_problems(count, cv, tail, mad / p50 if p50 > 0 else 0.0, stalls)
+    return LatencyStats(
+        count=count,
+        batch=batch,
+        wall_s=wall,
+        min_ms=float(values.min()),
+        p50_ms=p50,
+        p90_ms=p90,
+        p95_ms=p95,
+        p99_ms=p99,
+        max_ms=float(values.max()),
+        mean_ms=mean,
+        std_ms=std,
+        cv=cv,
+        runs_per_s=runs_per_s,
+        throughput=runs_per_s * batch,
+        stable=not problems,
+        problems=problems,
+        quantiles_ms=tuple(float(q) for q in quantiles),
+        mad_ms=mad,
+        stalls=stalls,
+    )

@@ -1,0 +1,239 @@
+"""`ortgpu bench MODEL`: latency percentiles and throughput per mode, batch and concurrency; save, compare, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ortgpu.cli.output import emit, json_option, progress_reporter
+
+__all__ = ["command", "render"]
+
+
+@click.command("bench")
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--ep", "ep_name", metavar="EP", help="cpu, cuda or tensorrt (default: the best available here).")
+@click.option(
+    "--mode",
+    "mode_text",
+    default="run",
+    show_default=True,
+    metavar="MODES",
+    help="run (numpy in/out), iobinding (data stays on the device), cudagraph, a comma list, or all.",
+)
+@click.option("--batch", "batch_text", metavar="N,N", help="Batch sweep over the dynamic leading dim, e.g. 1,8,32.")
+@click.option(
+    "--concurrency",
+    "concurrency_text",
+    default="1",
+    show_default=True,
+    metavar="N,N",
+    help="Threads running at once, e.g. 1,4,16.",
+)
+@click.option(
+    "--sessions",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Sessions the threads spread over; equal to the concurrency: one session per thread.",
+)
+@click.option(
+    "--warmup",
+    "warmup_text",
+    default="auto",
+    show_default=True,
+    metavar="N|auto",
+    help="Warm-up runs, or auto: until three consecutive windows agree within 5%.",
+)
+@click.option("--iterations", type=int, help="Timed runs per case (instead of --duration).")
+@click.option("--duration", "duration_text", metavar="S", help="Seconds of timed runs per case (default 2).")
+@click.option("--compare-cpu", is_flag=True, help="Add the CPU EP at the same shapes; print the GPU speed-up.")
+@click.option("--config", type=click.Path(path_type=Path), help="ortgpu.toml with [session], [ep.*], [inputs].")
+@click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id to run on.")
+@click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
+@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
+@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a symbolic dim (repeatable).")
+@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of an input.")
+@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data (.npz).")
+@click.option("--seed", type=int, help="Random input seed.")
+@click.option("--save", type=click.Path(path_type=Path), help="Write every case and the environment as JSON.")
+@click.option("--baseline", type=click.Path(path_type=Path), help="Compare with a file written by --save.")
+@click.option(
+    "--max-regression",
+    "max_regression_text",
+    default="10%",
+    show_default=True,
+    metavar="PCT",
+    help="Exit 1 when p50 or p95 grew more than this (and more than the baseline's spread).",
+)
+@click.option("--report", type=click.Path(path_type=Path), help="Write a self-contained HTML report with plots.")
+@json_option
+def command(
+    model: Path,
+    ep_name: str | None,
+    mode_text: str,
+    batch_text: str | None,
+    concurrency_text: str,
+    sessions: int,
+    warmup_text: str,
+    iterations: int | None,
+    duration_text: str | None,
+    compare_cpu: bool,
+    config: Path | None,
+    device_id: int,
+    ep_options: tuple[str, ...],
+    shapes: tuple[str, ...],
+    dims: tuple[str, ...],
+    ranges: tuple[str, ...],
+    npz: Path | None,
+    seed: int | None,
+    save: Path | None,
+    baseline: Path | None,
+    max_regression_text: str,
+    report: Path | None,
+    as_json: bool,
+) -> int:
+    """Honest latency and throughput of MODEL: warm-up, percentiles, modes, sweeps, baseline, report.
+
+    Exit 1 when a case failed or regressed against --baseline; 2 for bad input; 3 when this machine cannot run
+    what was asked (e.g. --mode cudagraph without a GPU); 130 when interrupted (what finished is still shown).
+    """
+    from ortgpu.bench.runner import (
+        BenchRequest,
+        parse_int_list,
+        parse_modes,
+        parse_percent,
+        parse_seconds,
+        parse_warmup,
+        run_bench,
+    )
+    from ortgpu.config import ExecutionProvider, parse_ep_option
+    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
+
+    modes, all_modes = parse_modes(mode_text)
+    request = BenchRequest(
+        model=model,
+        ep=ExecutionProvider.parse(ep_name) if ep_name else None,
+        modes=modes,
+        all_modes=all_modes,
+        batches=parse_int_list(batch_text, "--batch") if batch_text is not None else (),
+        concurrency=parse_int_list(concurrency_text, "--concurrency"),
+        sessions=sessions,
+        warmup=parse_warmup(warmup_text),
+        iterations=iterations,
+        duration_s=parse_seconds(duration_text) if duration_text is not None else None,
+        compare_cpu=compare_cpu,
+        shapes=dict(parse_shape(s) for s in shapes),
+        dims=dict(parse_dim(d) for d in dims),
+        ranges=dict(parse_range(r) for r in ranges),
+        npz=npz,
+        seed=seed,
+        provider_options=dict(parse_ep_option(o) for o in ep_options),
+        config=config,
+        device_id=device_id,
+        save=save,
+        report=report,
+        baseline=baseline,
+        max_regression=parse_percent(max_regression_text),
+    )
+    with progress_reporter(not as_json) as progress:
+        result = run_bench(request, progress)
+    emit("bench", result, as_json, render)
+    if result.interrupted:
+        return 130
+    if result.failed_cases or (result.comparison is not None and result.comparison.regressed):
+        return 1
+    return 0
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def render(result: Any, console: Any) -> None:
+    """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
+    from rich.markup import escape as x  # model names, reasons and hints may contain [brackets]
+    from rich.table import Table
+
+    console.print(f"[bold]{x(result.model.path.name)}[/] on [bold]{result.ep.value}[/]: {x(result.ep_reason)}")
+    for note in result.input_notes:
+        console.print(f"  [dim]{x(note)}[/]")
+    with_cpu = any(c.speedup_vs_cpu is not None for c in result.cases)
+    table = Table(show_edge=False, pad_edge=False)
+    columns = ["EP/mode", "batch", "thr", "p50 ms", "p95", "p99", "cv", "samples/s"] + (["vs CPU"] if with_cpu else [])
+    for column in columns:
+        table.add_column(column, justify="left" if column == "EP/mode" else "right", no_wrap=True)
+    others = []
+    for case in result.cases:
+        s = case.stats
+        if s is None:
+            others.append(case)
+            continue
+        cv = f"{s.cv:.0%}" if s.stable else f"[yellow]{s.cv:.0%}[/]"
+        threads = str(case.concurrency) + (f"/{case.sessions}s" if case.sessions > 1 else "")
+        label = f"{case.ep.value}/{case.mode.value}" + ("[yellow]*[/]" if case.status.value == "interrupted" else "")
+        row = [
+            label,
+            str(case.batch),
+            threads,
+            f"[bold]{_ms(s.p50_ms)}[/]",
+            _ms(s.p95_ms),
+            _ms(s.p99_ms),
+            cv,
+            f"{s.throughput:,.0f}",
+        ]
+        if with_cpu:
+            row.append("–" if case.speedup_vs_cpu is None else f"{case.speedup_vs_cpu:.2f}x")
+        table.add_row(*row)
+    if table.rows:
+        console.print(table)
+    grouped: dict[tuple[str, str, str, str | None], list[Any]] = {}
+    for case in others:  # one line per reason: "--mode all" on CPU skips cudagraph at every batch
+        grouped.setdefault((case.ep.value, case.mode.value, case.status.value, case.reason), []).append(case)
+    for (ep, mode, status, reason), cases in grouped.items():
+        style = "red" if status == "failed" else "dim"
+        batches = ", ".join(str(b) for b in dict.fromkeys(c.batch for c in cases))
+        console.print(f"[{style}]{ep}/{mode} (batch {batches}): {status}: {x(str(reason))}[/]")
+    cold = next((c.cold for c in result.cases if c.cold and not c.cold.session_reused), None)
+    if cold is not None and cold.session_creation_s is not None:
+        console.print(
+            f"cold start: session created in {cold.session_creation_s:.2f} s, first run "
+            f"{_ms(cold.first_run_ms)} ms (not in the stats)"
+        )
+    comparison = result.comparison
+    if comparison is not None:
+        delta = Table(
+            title=f"against {x(str(comparison.baseline))} (max regression {comparison.max_regression:.0%})",
+            show_edge=False,
+            pad_edge=False,
+        )
+        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "verdict"):
+            delta.add_column(column, justify="left" if column in ("case", "verdict") else "right")
+        for c in comparison.cases:
+            colour = {"regressed": "red", "improved": "green", "same": ""}[c.verdict.value]
+            verdict = f"[{colour}]{c.verdict.value}[/]" if colour else c.verdict.value
+            delta.add_row(
+                c.key.label,
+                _ms(c.baseline_p50_ms),
+                _ms(c.p50_ms),
+                f"{c.p50_delta:+.1%}",
+                _ms(c.baseline_p95_ms),
+                _ms(c.p95_ms),
+                f"{c.p95_delta:+.1%}",
+                verdict,
+            )
+        console.print(delta)
+        for label in comparison.only_in_run:
+            console.print(f"  [dim]not in the baseline: {label}[/]")
+        for label in comparison.only_in_baseline:
+            console.print(f"  [dim]in the baseline only: {label}[/]")
+        for change in comparison.environment_changes:
+            console.print(f"  [yellow]environment changed[/]: {x(change)}")
+    for hint in result.hints:
+        console.print(f"[yellow]{hint.kind.value}[/]: {x(hint.message)}")
+    if result.saved_to is not None:
+        console.print(f"saved: {x(str(result.saved_to))}")
+    if result.report_to is not None:
+        console.print(f"report: {x(str(result.report_to))}")
