@@ -21,6 +21,10 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[BinaryIO], None
         raise BadInputError(f"cannot write {target}: folder {folder} does not exist", "create it first")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (0666 less the umask)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
             writer(handle)
             handle.flush()
