@@ -1,0 +1,110 @@
+"""`ortgpu doctor`: can ONNX Runtime use the GPU here (or in the given package), and if not, why and how to fix it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ortgpu.cli.output import emit, json_option, progress_reporter
+
+__all__ = ["command", "render_doctor"]
+
+
+@click.command("doctor")
+@click.option(
+    "--package",
+    "package",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
+)
+@json_option
+def command(package: Path | None, as_json: bool) -> int:
+    """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
+
+    Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
+    """
+    with progress_reporter(enabled=not as_json) as progress:
+        if package is not None:
+            from ortgpu.cli.doctor_package import render_package
+            from ortgpu.env.package import diagnose_package
+
+            package_report = diagnose_package(package, progress=progress)
+            emit("doctor.package", package_report, as_json, render_package)
+            return int(package_report.exit_code)
+        from ortgpu.env.doctor import diagnose
+
+        report = diagnose(progress=progress)
+    emit("doctor", report, as_json, render_doctor)
+    return report.exit_code
+
+
+def render_doctor(report: Any, console: Any) -> None:
+    """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ortgpu.env.checks import Status
+
+    colour = "bold green" if report.ready else "bold red"
+    console.print(f"[{colour}]{escape(report.verdict)}[/]")
+    if report.fix:
+        console.print(f"[bold]fix:[/] {escape(report.fix)}")
+
+    checks = Table(title="Checks", title_justify="left", show_lines=True)
+    checks.add_column("", no_wrap=True)
+    checks.add_column("Check", overflow="fold")
+    checks.add_column("Evidence", overflow="fold", ratio=3)
+    checks.add_column("Fix", overflow="fold", ratio=2)
+    for check in report.checks:
+        evidence = escape(check.evidence)
+        if check.cause and check.status in (Status.FAIL, Status.WARN):
+            evidence += f"\n[italic]cause: {escape(check.cause)}[/]"
+        checks.add_row(
+            f"[{check.status.style}]{check.status.symbol}[/]",
+            escape(check.title),
+            evidence,
+            escape(check.fix or ""),
+        )
+    console.print(checks)
+
+    rows = [n for n in report.libraries if not n.system]
+    if rows:
+        libraries = Table(title="Libraries the provider libraries need", title_justify="left")
+        libraries.add_column("Library", overflow="fold")
+        libraries.add_column("Needed by", overflow="fold")
+        libraries.add_column("Status")
+        libraries.add_column("Loader picks (how)", overflow="fold", ratio=3)
+        libraries.add_column("Other copies / versions", overflow="fold", ratio=2)
+        for need in rows:
+            name = need.soname + (" (lazy)" if need.lazy else "")
+            style = "green" if need.ok else ("yellow" if need.status.value == "pip-only" else "red")
+            where = f"{need.path} ({need.source.value})" if need.path and need.source else "-"
+            if need.real_name and need.path and need.real_name != need.path.name:
+                where += f" -> {need.real_name}"
+            others = [f"{c.path} ({c.source.value})" for c in need.also_at]
+            others += [str(p) for p in need.other_versions]
+            libraries.add_row(
+                escape(name),
+                escape(need.requested_by),
+                f"[{style}]{need.status.value}[/]",
+                escape(where),
+                escape("\n".join(others)),
+            )
+        console.print(libraries)
+        system = sum(1 for n in report.libraries if n.system)
+        if system:
+            console.print(f"[dim]{system} C/C++ runtime libraries (libc, libstdc++...) not shown; --json lists them[/]")
+
+    if report.mapped:
+        mapped = Table(title="Files the CUDA session mapped (which copy wins, and why)", title_justify="left")
+        mapped.add_column("File", overflow="fold", ratio=3)
+        mapped.add_column("Component")
+        mapped.add_column("From")
+        mapped.add_column("Why", overflow="fold", ratio=3)
+        for item in report.mapped:
+            mapped.add_row(escape(str(item.path)), escape(item.component), escape(item.origin), escape(item.why))
+        console.print(mapped)
+    console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")

@@ -1,0 +1,274 @@
+"""A real load of ORT's provider libraries in a child process: the loader's own error text, and which CUDA files map.
+
+The child dlopens libonnxruntime_providers_shared (RTLD_GLOBAL) then the provider library
+(RTLD_LOCAL), as ORT itself does, and reports each loader error verbatim. With `session=True`
+(only worth it when a GPU is present) it then imports the same onnxruntime, builds a one-Conv
+model, creates a CUDA EP session and runs it once, so the libraries ORT opens lazily (cuDNN,
+cuBLAS) are mapped too, and reads /proc/self/maps to say exactly which files were mapped.
+A crash or hang of the child cannot take ortgpu down with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+__all__ = [
+    "MAPPED_PREFIXES",
+    "LibraryLoad",
+    "LoadAttempt",
+    "LoadOutcome",
+    "attempt_load",
+    "provider_libraries",
+]
+
+# Files worth reporting from /proc/self/maps: CUDA user-space, the driver, TensorRT, ORT itself.
+MAPPED_PREFIXES = (
+    "libcudart",
+    "libcublas",
+    "libcudnn",
+    "libcufft",
+    "libcurand",
+    "libnvrtc",
+    "libnvJitLink",
+    "libcuda.so",
+    "libnvidia-ml",
+    "libnvinfer",
+    "libnvonnxparser",
+    "libonnxruntime",
+)
+_MARK = "ORTGPU_STAGE "
+
+_CHILD = r"""
+import ctypes, json, os, sys
+cfg = json.loads(sys.argv[1])
+MARK, PREFIXES = cfg["mark"], tuple(cfg["prefixes"])
+
+def stage(name, value):
+    sys.stdout.write(MARK + json.dumps({"stage": name, "value": value}) + "\n")
+    sys.stdout.flush()
+
+def mapped():
+    out = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) == 6 else ""
+                if path.startswith("/") and os.path.basename(path).startswith(PREFIXES) and path not in out:
+                    out.append(path)
+    except OSError:
+        pass
+    return out
+
+ort = None
+if cfg["preload"] or cfg["session"]:
+    try:
+        if cfg["module_parent"]:
+            sys.path.insert(0, cfg["module_parent"])
+        import onnxruntime as ort
+        ort.set_default_logger_severity(3)
+        if cfg["preload"]:
+            ort.preload_dlls()
+        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None})
+    except Exception as exc:  # reported as text: an import failure is a finding, not a crash
+        ort = None
+        stage("ort", {"file": None, "version": None, "error": type(exc).__name__ + ": " + str(exc)})
+
+loads, ok = [], True
+for index, path in enumerate(cfg["libraries"]):
+    mode = os.RTLD_NOW | (os.RTLD_GLOBAL if index == 0 else os.RTLD_LOCAL)
+    try:
+        ctypes.CDLL(path, mode=mode)
+        loads.append({"path": path, "ok": True, "error": None})
+    except OSError as exc:
+        loads.append({"path": path, "ok": False, "error": str(exc)})
+        ok = False
+        break
+stage("loads", loads)
+if ok and cfg["session"] and ort is not None:
+    result = {"providers": [], "error": None, "ran": False}
+    try:
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+        weight = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, dtype=np.float32), "w")
+        graph = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "ortgpu_doctor",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(
+            model.SerializeToString(), options,
+            providers=[("CUDAExecutionProvider", {"device_id": str(cfg["device_id"])}), "CPUExecutionProvider"])
+        result["providers"] = session.get_providers()
+        session.run(None, {"x": np.ones((1, 3, 8, 8), dtype=np.float32)})
+        result["ran"] = True
+    except Exception as exc:  # the child reports any failure as text; the parent decides what it means
+        result["error"] = type(exc).__name__ + ": " + str(exc)
+    stage("session", result)
+stage("mapped", mapped())
+"""
+
+
+class LoadOutcome(Enum):
+    LOADED = "loaded"  # the provider libraries loaded (and, when asked, a session ran on CUDA)
+    LIBRARY_FAILED = "library-failed"  # the loader refused a library: `error` is its message
+    SESSION_FAILED = "session-failed"  # libraries loaded but the session failed or fell back to CPU
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"  # the child died without reporting (a signal, an abort inside a library)
+
+
+@dataclass(frozen=True)
+class LibraryLoad:
+    path: Path
+    ok: bool
+    error: str | None  # dlerror() text, verbatim
+
+
+@dataclass(frozen=True)
+class LoadAttempt:
+    outcome: LoadOutcome
+    libraries: tuple[LibraryLoad, ...]
+    error: str | None  # the first failure, verbatim
+    session_requested: bool
+    session_providers: tuple[str, ...]  # what the session really uses, first = preferred
+    session_error: str | None
+    mapped: tuple[Path, ...]  # CUDA / driver / ORT files in the child's memory map, in map order
+    preload: bool  # onnxruntime.preload_dlls() was called first
+    ort_file: str | None
+    ort_version: str | None
+    returncode: int | None
+    stderr_tail: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is LoadOutcome.LOADED
+
+
+def provider_libraries(capi_dir: Path, provider: str = "cuda") -> tuple[Path, ...]:
+    """The two files ORT dlopens for a provider, in its order: providers_shared, then the provider."""
+    return (capi_dir / "libonnxruntime_providers_shared.so", capi_dir / f"libonnxruntime_providers_{provider}.so")
+
+
+def _stderr_tail(text: str, limit: int = 4000) -> str:
+    return text[-limit:].strip()
+
+
+def attempt_load(
+    libraries: Sequence[Path],
+    *,
+    session: bool = False,
+    module_parent: Path | None = None,
+    preload: bool = False,
+    device_id: int = 0,
+    python: str = sys.executable,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> LoadAttempt:
+    """Load `libraries` in a fresh child (first with RTLD_GLOBAL), optionally create a CUDA session there.
+
+    `module_parent` is the folder holding the onnxruntime package to import, so the child uses
+    the same copy the parent diagnosed.
+    """
+    config = {
+        "mark": _MARK,
+        "prefixes": list(MAPPED_PREFIXES),
+        "libraries": [str(p) for p in libraries],
+        "session": session,
+        "module_parent": str(module_parent) if module_parent else None,
+        "preload": preload,
+        "device_id": device_id,
+    }
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [python, "-c", _CHILD, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=dict(os.environ if env is None else env),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        return _result(_stages(stdout), session, preload, None, stderr, time.perf_counter() - started, timed_out=True)
+    return _result(_stages(proc.stdout), session, preload, proc.returncode, proc.stderr, time.perf_counter() - started)
+
+
+def _stages(stdout: str) -> dict[str, object]:
+    stages: dict[str, object] = {}
+    for line in stdout.splitlines():
+        if line.startswith(_MARK):
+            try:
+                record = json.loads(line[len(_MARK) :])
+            except json.JSONDecodeError:
+                continue
+            stages[record["stage"]] = record["value"]
+    return stages
+
+
+def _result(
+    stages: Mapping[str, object],
+    session: bool,
+    preload: bool,
+    returncode: int | None,
+    stderr: str,
+    duration: float,
+    timed_out: bool = False,
+) -> LoadAttempt:
+    loads = tuple(
+        LibraryLoad(Path(item["path"]), bool(item["ok"]), item["error"]) for item in stages.get("loads", []) or []
+    )
+    sess = stages.get("session") or {}
+    ort = stages.get("ort") or {}
+    providers = tuple(sess.get("providers") or ())
+    session_error = sess.get("error") or (ort.get("error") if session else None)
+    error = next((load.error for load in loads if not load.ok), None)
+    if timed_out:
+        outcome = LoadOutcome.TIMEOUT
+    elif error:
+        outcome = LoadOutcome.LIBRARY_FAILED
+    elif "mapped" not in stages:
+        outcome = LoadOutcome.CRASHED
+    elif session and (session_error or not providers or providers[0] != "CUDAExecutionProvider" or not sess.get("ran")):
+        outcome = LoadOutcome.SESSION_FAILED
+        error = session_error or _fallback_reason(providers, stderr)
+    else:
+        outcome = LoadOutcome.LOADED
+    if outcome is LoadOutcome.CRASHED:
+        error = f"the child process ended with status {returncode} before reporting"
+    return LoadAttempt(
+        outcome=outcome,
+        libraries=loads,
+        error=error,
+        session_requested=session,
+        session_providers=providers,
+        session_error=session_error,
+        mapped=tuple(Path(p) for p in stages.get("mapped", []) or []),
+        preload=preload,
+        ort_file=ort.get("file"),
+        ort_version=ort.get("version"),
+        returncode=returncode,
+        stderr_tail=_stderr_tail(stderr),
+        duration_s=duration,
+    )
+
+
+def _fallback_reason(providers: Sequence[str], stderr: str) -> str:
+    """ORT falls back to CPU silently but logs why: keep its own error lines."""
+    lines = [line.strip() for line in stderr.splitlines() if "error" in line.lower() or "fail" in line.lower()]
+    used = ", ".join(providers) or "no provider"
+    reason = " | ".join(lines[-3:]) if lines else "ORT logged no reason"
+    return f"the session runs on {used} instead of CUDAExecutionProvider: {reason}"
