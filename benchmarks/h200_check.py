@@ -9,6 +9,10 @@ dynamic batch/sequence) to ONNX in a temporary folder, builds ortgpu's CPU-only-
 one `<case>.check.json` per run (the check's own JSON, exit code and stderr), `environment.json`, and
 `h200-check.json` / `h200-check.md` (the summary table). Fully offline: no weights or files are downloaded.
 Needs torch, torchvision, transformers, onnx, onnxruntime-gpu and ortgpu's dependencies.
+
+With ORTGPU_PACKAGE set to a folder holding libonnxruntime.so (an extracted GPU release, or the full GPU pack:
+see tools/ort-gpu-pack.md), ResNet-50 is also checked through that library's C API
+(`ortgpu check --package $ORTGPU_PACKAGE --ep cuda --json`), and its outputs are compared with the wheel's.
 """
 
 from __future__ import annotations
@@ -35,12 +39,29 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 SEQUENCE = 128
 
 
+PACKAGE_ENV = "ORTGPU_PACKAGE"
+
+
 @dataclass
 class Case:
     name: str
     model: Path
     flags: list[str] = field(default_factory=list)
     expect: str = ""  # what the run should show, for the summary
+    package: Path | None = None  # run through this C library (--package) instead of the wheel
+
+
+def package_folder() -> tuple[Path | None, str | None]:
+    """$ORTGPU_PACKAGE when it is a folder holding libonnxruntime.so, else None and why it is not used."""
+    value = os.environ.get(PACKAGE_ENV)
+    if not value:
+        return None, f"{PACKAGE_ENV} is not set: no run through a package's C library"
+    folder = Path(value)
+    if not folder.is_dir():
+        return None, f"{PACKAGE_ENV}={value} is not a folder"
+    if not any(folder.rglob("libonnxruntime.so*")):
+        return None, f"{PACKAGE_ENV}={value} holds no libonnxruntime.so (the --minimal GPU pack drops it)"
+    return folder, None
 
 
 def _export(model: Any, args: tuple[Any, ...], path: Path, inputs: list[str], outputs: list[str],
@@ -157,12 +178,15 @@ def environment() -> dict[str, Any]:
 def run_check(case: Case, out: Path) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    command = [sys.executable, "-m", "ortgpu", "check", str(case.model), "--ep", "cuda", "--json", *case.flags]
+    package = ["--package", str(case.package)] if case.package is not None else []
+    command = [sys.executable, "-m", "ortgpu", "check", str(case.model), "--ep", "cuda", "--json", *package]
+    command += [flag.replace("OUT/", f"{out}/") for flag in case.flags]
+    shown = ["--package", f"${PACKAGE_ENV}"] if package else []
     started = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=540, check=False)
     record: dict[str, Any] = {
         "case": case.name,
-        "command": "ortgpu check " + " ".join([case.model.name, "--ep", "cuda", "--json", *case.flags]),
+        "command": "ortgpu check " + " ".join([case.model.name, "--ep", "cuda", "--json", *shown, *case.flags]),
         "exit_code": proc.returncode,
         "wall_s": time.perf_counter() - started,
         "stderr": proc.stderr[-4000:],
@@ -186,9 +210,13 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
     placement = result.get("placement") or {}
     parity = result.get("parity") or {}
     outputs = parity.get("outputs") or []
+    package = result.get("package") or {}
     return {
         "case": record["case"],
         "exit": record["exit_code"],
+        "ran_through": f"C library {package['ort_version']} (C API {package['api_version']})"
+        if package
+        else f"onnxruntime wheel {result.get('ort_version')}",
         "providers": result.get("providers"),
         "placement": placement.get("compute_per_provider"),
         "memcpy": placement.get("memcpy_count"),
@@ -208,7 +236,27 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def markdown(env: dict[str, Any], rows: list[dict[str, Any]], cases: list[Case], exporters: dict[str, str]) -> str:
+def compare_saved(wheel: Path, package: Path) -> dict[str, Any]:
+    """The package run's outputs against the wheel run's, output by output (both saved with --save-outputs)."""
+    import numpy as np
+
+    if not (wheel.is_file() and package.is_file()):
+        return {"compared": False, "reason": "an outputs file is missing (a run failed)"}
+    outputs: dict[str, Any] = {}
+    with np.load(wheel, allow_pickle=False) as a, np.load(package, allow_pickle=False) as b:
+        for name in sorted(set(a.files) & set(b.files)):
+            x, y = a[name].astype(np.float64).ravel(), b[name].astype(np.float64).ravel()
+            norms = float(np.linalg.norm(x) * np.linalg.norm(y))
+            outputs[name] = {
+                "max_abs": float(np.max(np.abs(x - y))) if x.size else 0.0,
+                "cosine": float(np.dot(x, y) / norms) if norms else None,
+                "identical": bool(np.array_equal(x, y)),
+            }
+    return {"compared": True, "outputs": outputs}
+
+
+def markdown(env: dict[str, Any], rows: list[dict[str, Any]], cases: list[Case], exporters: dict[str, str],
+             package_note: str | None = None, package_vs_wheel: dict[str, Any] | None = None) -> str:  # fmt: skip
     gpus = ", ".join(f"{g['name']} ({g['sm']})" for g in env.get("gpus", [])) or "none seen by NVML"
     lines = [
         "# `ortgpu check` on the CUDA EP: ResNet-50, BERT-base, a CPU-only op",
@@ -221,26 +269,39 @@ def markdown(env: dict[str, Any], rows: list[dict[str, Any]], cases: list[Case],
         + ", ".join(f"{k}: {v}" for k, v in exporters.items())
         + ". Random weights.",
         "",
-        "| case | exit | compute nodes per EP | Memcpy | off the EP | parity | max abs | creation ms | first run ms "
-        "| warm median ms | GPU MiB |",
-        "|---|---:|---|---:|---|---|---|---:|---:|---:|---:|",
+        "| case | ran through | exit | compute nodes per EP | Memcpy | off the EP | parity | max abs | creation ms "
+        "| first run ms | warm median ms | GPU MiB |",
+        "|---|---|---:|---|---:|---|---|---|---:|---:|---:|---:|",
     ]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['case']} | {row['exit']} | error: {row['error']} | | | | | | | | |")
+            lines.append(f"| {row['case']} | | {row['exit']} | error: {row['error']} | | | | | | | | |")
             continue
         off = "; ".join(row["off_ep"][:6]) + (" ..." if len(row["off_ep"]) > 6 else "") or "none"
         max_abs = ", ".join(f"{k} {v:.3g}" for k, v in row["max_abs"].items() if v is not None) or "–"
         memory = "–" if row["gpu_memory_mib"] is None else f"{row['gpu_memory_mib']:.0f}"
         lines.append(
-            f"| {row['case']} | {row['exit']} | {row['placement']} | {row['memcpy']} | {off} | {row['parity']} "
-            f"| {max_abs} | {row['creation_ms']:.0f} | {row['first_run_ms']:.1f} | {row['warm_median_ms']:.2f} "
-            f"| {memory} |"
+            f"| {row['case']} | {row['ran_through']} | {row['exit']} | {row['placement']} | {row['memcpy']} | {off} "
+            f"| {row['parity']} | {max_abs} | {row['creation_ms']:.0f} | {row['first_run_ms']:.1f} "
+            f"| {row['warm_median_ms']:.2f} | {memory} |"
         )
     lines += ["", "What each case should show:", ""]
-    lines += [f"- `{c.name}` (`{' '.join(c.flags) or 'no flags'}`): {c.expect}" for c in cases]
+    for case in cases:
+        flags = (["--package", f"${PACKAGE_ENV}"] if case.package is not None else []) + case.flags
+        lines.append(f"- `{case.name}` (`{' '.join(flags) or 'no flags'}`): {case.expect}")
     lines += ["", "Verdicts:", ""]
     lines += [f"- `{r['case']}`: {r.get('verdict') or r.get('error')}" for r in rows]
+    if package_note:
+        lines += ["", f"Package run: {package_note}."]
+    if package_vs_wheel and package_vs_wheel.get("compared"):
+        lines += ["", "ResNet-50 outputs through the package's C library against the wheel's (same inputs):", ""]
+        for name, numbers in package_vs_wheel["outputs"].items():
+            cosine = "–" if numbers["cosine"] is None else f"{numbers['cosine']:.8f}"
+            lines.append(
+                f"- `{name}`: max abs {numbers['max_abs']:.3g}, cosine {cosine}, identical: {numbers['identical']}"
+            )
+    elif package_vs_wheel:
+        lines += ["", f"Package outputs not compared with the wheel's: {package_vs_wheel.get('reason')}."]
     return "\n".join(lines) + "\n"
 
 
@@ -263,8 +324,10 @@ def main(argv: list[str]) -> int:
         bert_dynamic, exporters["bert_base_dynamic"] = export_bert(folder, dynamic=True)
         cpu_only = build_cpu_only_op_model(folder / "cpu_only_op.onnx")
         mask = ["--range", "attention_mask=1,1"]
+        package, package_note = package_folder()
         cases = [
-            Case("resnet50", resnet, ["--strict-placement", "--warm-runs", "20"],
+            Case("resnet50", resnet, ["--strict-placement", "--warm-runs", "20", "--save-outputs",
+                                      "OUT/resnet50.wheel.npz"],
                  "every compute node on CUDA (exit 0 under --strict-placement), parity within the TF32 defaults"),
             Case("resnet50-no-tf32", resnet, ["--ep-option", "use_tf32=0", "--warm-runs", "20"],
                  "same placement; TF32 off, so the tighter fp32-on-GPU tolerances apply"),
@@ -279,13 +342,32 @@ def main(argv: list[str]) -> int:
             Case("cpu-only-op-strict", cpu_only, ["--strict-placement"],
                  "the same model under --strict-placement: exit 1 naming Det"),
         ]  # fmt: skip
+        if package is not None:
+            cases.insert(1, Case(
+                "resnet50-package", resnet,
+                ["--strict-placement", "--warm-runs", "20", "--save-outputs", "OUT/resnet50.package.npz"],
+                "the same through the package's own C library (C API, child process): every compute node on "
+                "CUDA, parity against the CPU EP of that library, outputs matching the wheel's",
+                package=package,
+            ))  # fmt: skip
         records = [run_check(case, out) for case in cases]
     rows = [_row(r) for r in records]
-    summary = {"environment": env, "exporters": exporters, "cases": rows}
+    package_vs_wheel = (
+        compare_saved(out / "resnet50.wheel.npz", out / "resnet50.package.npz") if package is not None else None
+    )
+    summary = {
+        "environment": env,
+        "exporters": exporters,
+        "cases": rows,
+        "package_note": package_note,
+        "package_vs_wheel": package_vs_wheel,
+    }
     atomic_write_text(out / "h200-check.json", json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(out / "h200-check.md", markdown(env, rows, cases, exporters))
+    atomic_write_text(out / "h200-check.md", markdown(env, rows, cases, exporters, package_note, package_vs_wheel))
     for row in rows:
         print(f"{row['case']}: exit {row['exit']}: {row.get('verdict') or row.get('error')}")
+    if package_note:
+        print(package_note)
     return 0
 
 

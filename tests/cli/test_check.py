@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,6 +113,60 @@ def test_fallback_from_the_config_runs_on_cpu_and_says_so(workdir: Path, capsys:
     assert "fallback to CPU (allowed by the config)" in out and "FALLBACK to cpu" in out
 
 
+def _wheel_library() -> Path:
+    """libonnxruntime.so of the installed onnxruntime wheel (wheels ship it from 1.31 on Linux)."""
+    spec = importlib.util.find_spec("onnxruntime")
+    hits = sorted(Path(next(iter(spec.submodule_search_locations)), "capi").glob("libonnxruntime.so.*")) if spec else []
+    if not hits or not sys.platform.startswith("linux"):
+        pytest.skip("the installed onnxruntime wheel ships no libonnxruntime.so")
+    return hits[0]
+
+
+def test_package_runs_through_its_c_library_and_says_so(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    library = _wheel_library()
+    args = ["check", "demo.onnx", "--ep", "cpu", "--package", str(library.parent), "--warm-runs", "2"]
+    assert main([*args, "--save-outputs", "c.npz"]) == 0
+    out = capsys.readouterr().out.replace("\n", "")  # rich wraps long paths at the terminal width
+    assert "through the C library" in out and library.name in out and "in a child process" in out
+    assert "PASS:" in out
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert result["package"]["library"] == str(library) and result["package"]["source"] == str(library.parent)
+    assert result["ort_version"] == result["package"]["ort_version"]
+    assert main(["check", "demo.onnx", "--ep", "cpu", "--save-outputs", "w.npz"]) == 0
+    with np.load(workdir / "c.npz") as through_c, np.load(workdir / "w.npz") as through_wheel:
+        assert np.array_equal(through_c["logits"], through_wheel["logits"])
+
+
+def test_cuda_through_a_cpu_build_package_exits_3_with_orts_text(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    library = _wheel_library()
+    before = _files(workdir)
+    assert main(["check", "demo.onnx", "--ep", "cuda", "--package", str(library), "--save-outputs", "o.npz"]) == 3
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "CUDA execution provider is not enabled in this build" in lines[0]
+    assert captured.out == "" and _files(workdir) == before
+    assert main(["check", "demo.onnx", "--ep", "cuda", "--package", str(library), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["error"]["type"] == "ProviderLoadError"
+
+
+def _no_library_folder(folder: Path) -> list[str]:
+    (folder / "release").mkdir()
+    (folder / "release" / "README.md").write_text("headers only\n", encoding="utf-8")
+    return ["tiny.onnx", "--package", "release"]
+
+
+def _other_cpu_library(folder: Path) -> list[str]:
+    """The wheel's library with its ELF e_machine set to AArch64: what the loader would refuse on x86_64."""
+    data = bytearray(_wheel_library().read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+    (folder / "arm64").mkdir()
+    (folder / "arm64" / "libonnxruntime.so.1.32.0").write_bytes(bytes(data))
+    return ["tiny.onnx", "--package", "arm64/libonnxruntime.so.1.32.0"]
+
+
 def _zero_byte(folder: Path) -> list[str]:
     (folder / "empty.onnx").write_bytes(b"")
     return ["empty.onnx"]
@@ -166,6 +222,9 @@ BAD_INPUTS: dict[str, Callable[[Path], list[str]]] = {
     "missing --reference": lambda f: ["tiny.onnx", "--reference", "nope.npz"],
     "--dim disagreeing with --shape": lambda f: ["tiny.onnx", "--shape", "x=1x4", "--dim", "batch=2"],
     "a dim nothing fixes": lambda f: [str(build_symbolic_dims_model(f / "symbolic.onnx"))],
+    "--package that does not exist": lambda f: ["tiny.onnx", "--package", "onnxruntime-linux-x64-1.31.1.tgz"],
+    "--package folder without libonnxruntime": _no_library_folder,
+    "--package library for another CPU": _other_cpu_library,
 }
 
 

@@ -904,7 +904,7 @@ class Value(_Handle):
                 items = [_string_bytes(item) for item in array.reshape(-1).tolist()]
                 library.check("FillStringTensor", value.handle, (c_char_p * max(len(items), 1))(*items), len(items))
             else:
-                contiguous = np.ascontiguousarray(array)
+                contiguous = array if array.flags.c_contiguous else array.copy(order="C")  # keeps 0-d arrays 0-d
                 value._keep = contiguous  # must outlive the OrtValue: ORT does not copy
                 library.check(
                     "CreateTensorWithDataAsOrtValue",

@@ -14,6 +14,7 @@ __all__ = [
     "CheckResult",
     "GpuMemory",
     "InputSummary",
+    "PackageLibrary",
     "ParityReport",
     "PlacementStatus",
     "ReferenceKind",
@@ -67,6 +68,19 @@ class GpuMemory:
 
 
 @dataclass(frozen=True)
+class PackageLibrary:
+    """The ONNX Runtime C library a ``--package`` check ran through (its C API, in a child process)."""
+
+    source: Path  # what was given: archive, folder, wheel or the library file
+    library: Path  # the libonnxruntime used, as found in ``source`` (inside an archive: source/member)
+    ort_version: str  # the library's own answer (OrtGetApiBase()->GetVersionString())
+    api_version: int  # the C API version negotiated with it
+    build_info: str | None  # the library's build string (git commit, build type), when it has GetBuildInfoString
+    compiled_providers: tuple[str, ...]  # EPs compiled into the build: not proof they can load
+    provider_setup_s: float  # loading the provider libraries: part of ``Timings.creation_s``
+
+
+@dataclass(frozen=True)
 class ParityReport:
     reference: ReferenceKind
     status: ParityStatus
@@ -83,7 +97,7 @@ class CheckResult:
     model: Path
     model_sha256: str
     model_node_count: int  # as exported, subgraphs included (ORT's optimised graph may have fewer)
-    ort_version: str
+    ort_version: str  # of the ORT that ran the model: the wheel's, or the package library's
     requested_ep: ExecutionProvider
     active_ep: ExecutionProvider
     providers: tuple[str, ...]  # as ORT reports them for the session
@@ -105,6 +119,7 @@ class CheckResult:
     failures: tuple[str, ...]  # one line each; empty when the check passed
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
+    package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
 
 
 def verdict_line(

@@ -1,4 +1,9 @@
-"""`run_check`: strict session, placement, timings, GPU memory and parity for one model on one EP."""
+"""`run_check`: strict session, placement, timings, GPU memory and parity for one model on one EP.
+
+The model runs through the onnxruntime wheel Python imports, or (``CheckRequest.package``) through a package's
+own C library in a child process (:mod:`ortgpu.check.package`). Both produce an :class:`Execution`; parity,
+saved outputs and the verdict are then worked out the same way for both.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from ortgpu.check.result import (
     CheckResult,
     GpuMemory,
     InputSummary,
+    PackageLibrary,
     ParityReport,
     PlacementStatus,
     ReferenceKind,
@@ -36,11 +42,18 @@ from ortgpu.session.options import device_of, effective_provider_options
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from ortgpu.model.inputs import InputSpec
+    from ortgpu.model.inputs import InputSpec, ResolvedInputs
     from ortgpu.model.inspect import ModelInfo
     from ortgpu.session import VerifiedSession
 
-__all__ = ["CheckRequest", "OutputFileError", "ReferenceFileError", "merge_input_spec", "run_check"]
+__all__ = [
+    "CheckRequest",
+    "Execution",
+    "OutputFileError",
+    "ReferenceFileError",
+    "merge_input_spec",
+    "run_check",
+]
 
 Progress = Callable[[str, float | None], None]
 
@@ -55,7 +68,11 @@ class OutputFileError(BadInputError):
 
 @dataclass(frozen=True)
 class CheckRequest:
-    """What to check. ``inputs`` None uses ``config.inputs``; ``ep`` None picks the best available EP."""
+    """What to check. ``inputs`` None uses ``config.inputs``; ``ep`` None picks the best available EP.
+
+    ``package``: run through the ONNX Runtime C library in this release archive, extracted folder, wheel, any
+    folder holding libonnxruntime, or the library file itself, instead of the onnxruntime wheel Python imports.
+    """
 
     model: Path
     ep: ExecutionProvider | None = None
@@ -69,6 +86,29 @@ class CheckRequest:
     strict_placement: bool = False
     save_outputs: Path | None = None
     warm_runs: int = 5
+    package: Path | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What running the model on the requested EP gave, through the wheel or a package's C library."""
+
+    outputs: dict[str, Any]  # by output name, from the first run
+    requested_ep: ExecutionProvider
+    active_ep: ExecutionProvider
+    providers: tuple[str, ...]
+    ep_reason: str | None
+    fallback_used: bool
+    fallback_reason: str | None
+    device_id: int  # the CUDA device of the options (0 on CPU)
+    provider_options: dict[str, str]
+    timings: Timings
+    gpu_memory: GpuMemory
+    placement: PlacementReport | None
+    placement_note: str | None
+    ort_version: str
+    cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
+    package: PackageLibrary | None = None
 
 
 def merge_input_spec(
@@ -99,14 +139,12 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     """Prove ``request.model`` runs on the requested EP with the right numbers; never prints.
 
     Bad input raises BadInputError subclasses (exit 2) before anything runs or is written; an EP that cannot
-    be active raises ProviderUnavailableError (exit 3) unless the config allows a CPU fallback. A check that
-    ran returns a result whose ``failures`` say what did not hold (parity off, strict placement broken).
+    be active raises ProviderUnavailableError (exit 3; ProviderLoadError with ORT's own text for a package)
+    unless the config allows a CPU fallback. A check that ran returns a result whose ``failures`` say what did
+    not hold (parity off, strict placement broken).
     """
-    import onnxruntime as ort
-
     from ortgpu.model.inputs import make_inputs
     from ortgpu.model.inspect import inspect_model
-    from ortgpu.session import best_available_ep, open_session
 
     report = progress or _silent
     if request.warm_runs < 0:
@@ -118,6 +156,68 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     _check_output_path(request.save_outputs)
     report("making inputs", 0.05)
     inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
+    if request.package is not None:
+        from ortgpu.check.package import run_through_package
+
+        executed = run_through_package(request, request.package, model, inputs.feeds, report)
+    else:
+        executed = _run_through_wheel(request, model, inputs.feeds, report)
+
+    report("comparing outputs", 0.8)
+    parity = _parity(request, executed, reference)
+    saved = None
+    if request.save_outputs is not None:
+        report("saving outputs", 0.95)
+        saved = _save_outputs(request.save_outputs, executed.outputs)
+
+    placement = executed.placement
+    status = _placement_status(placement)
+    failures = _failures(request, parity, placement, status, executed.placement_note)
+    report("done", 1.0)
+    return CheckResult(
+        model=model.path,
+        model_sha256=model.sha256,
+        model_node_count=model.node_count,
+        ort_version=executed.ort_version,
+        requested_ep=executed.requested_ep,
+        active_ep=executed.active_ep,
+        providers=executed.providers,
+        ep_reason=executed.ep_reason,
+        fallback_used=executed.fallback_used,
+        fallback_reason=executed.fallback_reason,
+        device_id=executed.device_id if executed.active_ep.is_gpu else None,
+        provider_options=dict(executed.provider_options),
+        inputs=_input_summaries(inputs),
+        input_notes=inputs.notes,
+        timings=executed.timings,
+        gpu_memory=executed.gpu_memory,
+        placement=placement,
+        placement_status=status,
+        placement_note=executed.placement_note,
+        strict_placement=request.strict_placement,
+        parity=parity,
+        saved_outputs=saved,
+        failures=failures,
+        passed=not failures,
+        verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
+        package=executed.package,
+    )
+
+
+def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
+    return tuple(
+        InputSummary(name, str(array.dtype), tuple(array.shape), inputs.sources.get(name, "generated"))
+        for name, array in inputs.feeds.items()
+    )
+
+
+def _run_through_wheel(
+    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
+) -> Execution:
+    """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
+    import onnxruntime as ort
+
+    from ortgpu.session import best_available_ep, open_session
 
     ep, ep_reason = (request.ep, None) if request.ep is not None else best_available_ep()
     # Validated before anything runs: a bad --ep-option is exit 2 here, not after a GPU session was built.
@@ -135,12 +235,12 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     )
     with session:
         report("first run", 0.3)
-        outputs_list = session.run(inputs.feeds)
+        outputs_list = session.run(feeds)
         first_run_s = session.last_run_s or 0.0
         warm = []
         for index in range(request.warm_runs):
             report(f"warm run {index + 1}/{request.warm_runs}", 0.35 + 0.3 * index / max(request.warm_runs, 1))
-            session.run(inputs.feeds)
+            session.run(feeds)
             warm.append(session.last_run_s or 0.0)
         gpu_memory = memory_probe.finish(session)
         outputs = dict(zip(session.output_names, outputs_list, strict=True))
@@ -154,47 +254,28 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         placement, placement_note = session.placement, session.placement_note
     if placement is None:
         report("reading placement from a profiled run", 0.7)
-        placement, placement_note = _profile_placement(model, ep, request, inputs.feeds, placement_note)
+        placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
 
-    report("comparing outputs", 0.8)
-    parity = _parity(request, model, session, outputs, reference, inputs.feeds)
-    saved = None
-    if request.save_outputs is not None:
-        report("saving outputs", 0.95)
-        saved = _save_outputs(request.save_outputs, outputs)
+    def cpu_reference() -> dict[str, Any]:
+        with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
+            return dict(zip(cpu.output_names, cpu.run(feeds), strict=True))
 
-    status = _placement_status(placement)
-    failures = _failures(request, parity, placement, status, placement_note)
-    report("done", 1.0)
-    return CheckResult(
-        model=model.path,
-        model_sha256=model.sha256,
-        model_node_count=model.node_count,
-        ort_version=ort.__version__,
+    return Execution(
+        outputs=outputs,
         requested_ep=session.requested_ep,
         active_ep=session.active_ep,
         providers=tuple(session.providers),
         ep_reason=ep_reason,
         fallback_used=session.fallback_used,
         fallback_reason=session.fallback_reason,
-        device_id=session.device_id if session.active_ep.is_gpu else None,
+        device_id=session.device_id,
         provider_options=dict(session.provider_options),
-        inputs=tuple(
-            InputSummary(name, str(array.dtype), tuple(array.shape), inputs.sources.get(name, "generated"))
-            for name, array in inputs.feeds.items()
-        ),
-        input_notes=inputs.notes,
         timings=timings,
         gpu_memory=gpu_memory,
         placement=placement,
-        placement_status=status,
         placement_note=placement_note,
-        strict_placement=request.strict_placement,
-        parity=parity,
-        saved_outputs=saved,
-        failures=failures,
-        passed=not failures,
-        verdict=verdict_line(failures, placement, parity, session.fallback_used, session.active_ep),
+        ort_version=ort.__version__,
+        cpu_reference=cpu_reference,
     )
 
 
@@ -379,9 +460,9 @@ def _placement_status(placement: PlacementReport | None) -> PlacementStatus:
 # --------------------------------------------------------------------------------------------- parity
 
 
-def _base_precision(session: VerifiedSession) -> Precision:
-    """The float precision the active EP computes fp32 in, which picks the default tolerances."""
-    ep, options = session.active_ep, session.provider_options
+def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id: int) -> Precision:
+    """The float precision ``ep`` computes fp32 in with these provider options, which picks the default
+    tolerances."""
     if ep is ExecutionProvider.CPU:
         return Precision.FP32
     if ep is ExecutionProvider.TENSORRT and (
@@ -391,21 +472,15 @@ def _base_precision(session: VerifiedSession) -> Precision:
     tf32_allowed = os.environ.get("NVIDIA_TF32_OVERRIDE") != "0"
     if ep is ExecutionProvider.CUDA:
         tf32_allowed = tf32_allowed and options.get("use_tf32", "1") != "0"  # ORT's default is on
-    capability = _compute_capability(session.device_id)
+    capability = _compute_capability(device_id)
     if capability is not None and capability < (8, 0):
         tf32_allowed = False  # TF32 tensor cores start with Ampere (sm_80)
     return Precision.TF32 if tf32_allowed else Precision.FP32_GPU
 
 
-def _parity(
-    request: CheckRequest,
-    model: ModelInfo,
-    session: VerifiedSession,
-    outputs: Mapping[str, Any],
-    reference: Mapping[str, np.ndarray] | None,
-    feeds: Mapping[str, Any],
-) -> ParityReport:
-    base = _base_precision(session)
+def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
+    base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    outputs = executed.outputs
     if reference is not None:
         compared = _compare_all(request, outputs, reference, base)
         extra = tuple(sorted(set(reference) - set(outputs)))
@@ -417,18 +492,14 @@ def _parity(
             compared,
             extra,
         )
-    if session.active_ep is ExecutionProvider.CPU:
+    if executed.active_ep is ExecutionProvider.CPU:
         why = (
             "same EP: the session fell back to the CPU EP, nothing independent to compare with"
-            if session.fallback_used
+            if executed.fallback_used
             else "same EP: the requested EP is the CPU EP (give --reference FILE.npz to compare)"
         )
         return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why)
-    from ortgpu.session import open_session
-
-    with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
-        expected = dict(zip(cpu.output_names, cpu.run(feeds), strict=True))
-    compared = _compare_all(request, outputs, expected, base)
+    compared = _compare_all(request, outputs, executed.cpu_reference(), base)
     return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared)
 
 

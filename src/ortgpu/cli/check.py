@@ -53,6 +53,12 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @click.option("--strict-placement", is_flag=True, help="Fail (exit 1) when any compute node left the requested EP.")
 @click.option("--save-outputs", type=click.Path(path_type=Path), help="Write the outputs to this .npz (atomic).")
 @click.option("--warm-runs", "warm_text", default="5", show_default=True, metavar="N", help="Warm runs timed.")
+@click.option(
+    "--package",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Run through this ORT C library (release archive or folder, wheel, libonnxruntime file), not the wheel.",
+)
 @json_option
 def command(
     model: Path,
@@ -71,12 +77,15 @@ def command(
     strict_placement: bool,
     save_outputs: Path | None,
     warm_text: str,
+    package: Path | None,
     as_json: bool,
 ) -> int:
     """Prove MODEL runs on the requested execution provider, every node, with the right numbers.
 
     Exit 0 pass; 1 parity off or (with --strict-placement) nodes off the EP; 2 bad input; 3 the EP cannot be
     active here (the cause is named; never a quiet CPU run unless the config says fallback = "cpu").
+    With --package the model runs through that package's own C library (its C API, in a child process) and is
+    compared with the CPU EP of the same library.
     """
     from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
     from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
@@ -103,6 +112,7 @@ def command(
         strict_placement=strict_placement,
         save_outputs=save_outputs,
         warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
+        package=package,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
@@ -130,6 +140,14 @@ def render(result: Any, console: Any) -> None:
         f"[bold]{result.model.name}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
         f"{result.ort_version}, sha256 {result.model_sha256[:12]})"
     )
+    package = result.package
+    if package is not None:
+        console.print(
+            f"  through the C library of ONNX Runtime {package.ort_version} (C API {package.api_version}), "
+            f"in a child process:\n    [bold]{package.library}[/]"
+        )
+        build = f"{package.build_info}; " if package.build_info else ""
+        console.print(f"  [dim]{build}compiled-in EPs: {', '.join(package.compiled_providers)}[/]")
     active = ", ".join(result.providers)
     console.print(
         f"  EP: requested [bold]{result.requested_ep.value}[/], active [bold]{active}[/]"
@@ -150,6 +168,11 @@ def render(result: Any, console: Any) -> None:
         f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
         f"warm median {_ms(t.warm_median_s)} over {t.warm_runs} runs"
     )
+    if package is not None:
+        console.print(
+            f"  [dim]C API runs without profiling; creation includes {_ms(package.provider_setup_s)} of provider "
+            "setup (loading the provider libraries); a run is the Run call plus the release of its outputs[/]"
+        )
     memory = result.gpu_memory
     if memory.used_bytes is not None:
         console.print(
@@ -204,7 +227,8 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
     if parity.reference.value == "none":
         console.print(f"\n[bold]Parity[/]: {parity.status.value}: {parity.reason}")
         return
-    against = "the CPU EP" if parity.reference.value == "cpu-ep" else str(parity.reference_path)
+    cpu = "the CPU EP" if result.package is None else f"the CPU EP of the same library ({result.package.ort_version})"
+    against = cpu if parity.reference.value == "cpu-ep" else str(parity.reference_path)
     console.print(
         f"\n[bold]Parity[/] against {against}: {parity.status.value}" + (f" ({parity.reason})" if parity.reason else "")
     )
