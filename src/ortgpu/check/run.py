@@ -283,37 +283,17 @@ def _run_through_wheel(
 
 
 def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
-    import zipfile
-
-    import numpy as np
+    from ortgpu.npz import load_npz
 
     hint = "give an .npz written by ortgpu check --save-outputs (arrays named after the model's outputs)"
-    if not path.is_file():
-        raise ReferenceFileError(f"reference file not found: {path}", hint)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ReferenceFileError(f"cannot read reference {path}: {exc}", hint) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise ReferenceFileError(f"{path} is a single .npy array, not an .npz of named outputs", hint)
-    arrays: dict[str, np.ndarray] = {}
-    with loaded:
-        for name in loaded.files:
-            try:
-                arrays[name] = loaded[name]
-            except ValueError:
-                raise ReferenceFileError(
-                    f"reference {path}: array {name!r} holds pickled Python objects, which are not loaded",
-                    "save plain numeric or string arrays",
-                ) from None
-            except (OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise ReferenceFileError(f"reference {path}: array {name!r} is unreadable ({exc})", hint) from None
-            if arrays[name].dtype.kind not in "biufUS":
-                raise ReferenceFileError(
-                    f"reference {path}: array {name!r} has dtype {arrays[name].dtype.str}, not numbers or text "
-                    "(raw bytes of a type numpy lacks, such as float8 or bfloat16, cannot be compared)",
-                    "store the reference as float32/float16/int/bool/str arrays",
-                )
+    arrays = load_npz(path, what="reference file", contents="outputs", error=ReferenceFileError, hint=hint)
+    for name in arrays:
+        if arrays[name].dtype.kind not in "biufUS":
+            raise ReferenceFileError(
+                f"reference {path}: array {name!r} has dtype {arrays[name].dtype.str}, not numbers or text "
+                "(raw bytes of a type numpy lacks, such as float8 or bfloat16, cannot be compared)",
+                "store the reference as float32/float16/int/bool/str arrays",
+            )
     if not set(arrays) & set(model.output_names):
         raise ReferenceFileError(
             f"reference {path.name} has none of the model's outputs ({', '.join(model.output_names)}); "

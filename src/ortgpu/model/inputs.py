@@ -342,32 +342,10 @@ def _expression_names(text: str) -> list[str]:
 
 
 def _load_npz(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
-    import zipfile
-
-    import numpy as np
+    from ortgpu.npz import load_npz
 
     hint = "save it with numpy.savez(path, name=array, ...) using the model's input names"
-    if not path.is_file():
-        raise InputError(f"inputs file not found: {path}", "check the path; " + hint)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise InputError(f"cannot read inputs file {path}: {exc}", hint) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise InputError(f"{path} is a single .npy array, not an .npz archive of named inputs", hint)
-    arrays: dict[str, np.ndarray] = {}
-    with loaded:
-        for name in loaded.files:
-            try:
-                arrays[name] = loaded[name]
-            except ValueError:
-                # numpy refuses object arrays without pickle: exactly what we want, said plainly.
-                raise InputError(
-                    f"inputs file {path}: array {name!r} holds pickled Python objects, which are not loaded",
-                    "save plain numeric or string arrays (numpy.savez with dtype=str for text), not object arrays",
-                ) from None
-            except (OSError, zipfile.BadZipFile, EOFError) as exc:
-                raise InputError(f"inputs file {path}: array {name!r} is unreadable ({exc})", hint) from None
+    arrays = load_npz(path, what="inputs file", contents="inputs", error=InputError, hint=hint)
     unknown = sorted(set(arrays) - set(model.input_names))
     if unknown:
         raise InputError(
