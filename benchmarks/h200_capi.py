@@ -226,11 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     result["p50_ratio_c_library_over_wheel"] = result["c_library"]["latency"]["p50_ms"] / wheel["latency"]["p50_ms"]
+    result["ortgpu_bench_package"] = bench_package(library, args.model, args.ep, args.iterations, args.warmup)
     gpu = (result["machine"].get("gpus") or ["cpu"])[0].split()[-1].lower() if args.ep == "cuda" else "cpu"
     stem = f"{result['date']}-{gpu}-capi"
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (args.out / f"{stem}.md").write_text(markdown(result), encoding="utf-8")
-    print(markdown(result))
+    (args.out / f"{stem}.md").write_text(markdown(result) + markdown_bench_package(result), encoding="utf-8")
+    print(markdown(result) + markdown_bench_package(result))
     return 0
 
 
@@ -263,6 +264,50 @@ def markdown(r: dict[str, Any]) -> str:
     for name, p in r["parity"].items():
         lines.append(f"| {name} | {p['max_abs']:.3g} | {p['rel_l2']:.3g} | {p['top1_equal']} |")
     return "\n".join(lines) + "\n"
+
+
+def bench_package(library: Path, model: Path, ep: str, iterations: int, warmup: int) -> dict[str, Any]:
+    """`ortgpu bench MODEL --package LIBRARY` as a user runs it (its own inputs, same shape), its p50 and more."""
+    command = [
+        sys.executable, "-m", "ortgpu", "bench", str(model), "--package", str(library), "--ep", ep,
+        "--iterations", str(iterations), "--warmup", str(warmup), "--json",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    shown = " ".join(["ortgpu", *command[3:]])
+    if done.returncode != 0:
+        return {"command": shown, "exit_code": done.returncode, "error": (done.stderr or done.stdout).strip()[-800:]}
+    bench = json.loads(done.stdout)["result"]
+    case = bench["cases"][0]
+    return {
+        "command": shown,
+        "exit_code": 0,
+        "ort_version": bench["package"]["ort_version"],
+        "library": bench["package"]["library"],
+        "active_providers": bench["environment"]["active_providers"],
+        "session_creation_s": case["cold"]["session_creation_s"],
+        "first_run_ms": case["cold"]["first_run_ms"],
+        "latency": {k: case["stats"][k] for k in ("count", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms")},
+        "stable": case["stats"]["stable"],
+    }
+
+
+def markdown_bench_package(r: dict[str, Any]) -> str:
+    b = r.get("ortgpu_bench_package") or {}
+    if b.get("exit_code") != 0:
+        return f"\n`{b.get('command')}` failed (exit {b.get('exit_code')}): {b.get('error')}\n"
+    c, w = r["c_library"]["latency"], r["wheel"]["latency"]
+    return "\n".join(
+        [
+            "",
+            f"`{b['command']}` (ORT {b['ort_version']}, {', '.join(b['active_providers'])}):",
+            "",
+            "| p50 (ms) | C library (runner) | wheel | ortgpu bench --package |",
+            "|---|---|---|---|",
+            f"| {r['model']['name']} {r['model']['input']} | {c['p50_ms']:.3f} | {w['p50_ms']:.3f} | "
+            f"{b['latency']['p50_ms']:.3f} |",
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

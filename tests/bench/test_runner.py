@@ -243,3 +243,20 @@ def test_hints_name_the_bottleneck(demo_model: Path) -> None:
         False,
     )
     assert not steady
+
+
+def test_bench_ignores_a_configs_cpu_fallback_so_cpu_numbers_never_carry_a_gpu_label(tmp_path) -> None:
+    from ortgpu.bench import BenchRequest, run_bench
+    from ortgpu.model.zoo import build_tiny_model
+    from ortgpu.session import ProviderUnavailableError
+
+    model = build_tiny_model(tmp_path / "tiny.onnx")
+    config_file = tmp_path / "ortgpu.toml"
+    config_file.write_text('fallback = "cpu"\n')
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA EP: no fallback to provoke")
+    request = BenchRequest(model=model, ep=ExecutionProvider.CUDA, config=config_file, iterations=5)
+    with pytest.raises(ProviderUnavailableError):
+        run_bench(request)

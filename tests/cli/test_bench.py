@@ -152,3 +152,69 @@ def test_help_stays_light() -> None:
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert not {"onnxruntime", "onnx", "numpy", "matplotlib"} & loaded
     assert "--max-regression" in out.stdout and "--out-dir" in out.stdout
+
+
+# --------------------------------------------------------------------------------------------- --package
+
+
+@pytest.fixture(scope="module")
+def wheel_library() -> Path:
+    """libonnxruntime.so of the installed onnxruntime wheel: a real C library (a CPU build) to time through."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("onnxruntime")
+    folder = Path(next(iter(spec.submodule_search_locations)), "capi") if spec and spec.origin else None
+    found = sorted(folder.glob("libonnxruntime.so.*")) if folder is not None else []
+    if not found or not sys.platform.startswith("linux"):
+        pytest.skip("the installed onnxruntime wheel ships no libonnxruntime.so (it does from 1.31 on Linux)")
+    return found[0]
+
+
+def test_package_table_and_json_name_the_library(
+    model: Path, wheel_library: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", str(model), "--package", str(wheel_library), "--batch", "1,2", *QUICK]) == 0
+    out = capsys.readouterr().out
+    words = " ".join(out.split())  # rich wraps long lines at the console width
+    assert "through the C library of ONNX Runtime" in words and wheel_library.name in out.replace("\n", "")
+    assert "cpu/run" in out and "in a fresh process" in words
+    assert main(["bench", str(model), "--package", str(wheel_library), "--json", *QUICK]) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert result["package"]["library"] == str(wheel_library)
+    assert result["environment"]["ort_version"] == result["package"]["ort_version"]
+    assert result["cases"][0]["stats"]["count"] == 30
+
+
+def test_package_cuda_on_a_cpu_build_exits_3_with_orts_text(
+    model: Path, wheel_library: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["bench", str(model), "--package", str(wheel_library), "--ep", "cuda", "--iterations", "5"]
+    assert main(args) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "CUDA execution provider is not enabled in this build" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "iobinding"], "--mode iobinding with --package: a package's C library is timed in mode run only"),
+        (["--mode", "cudagraph"], "--mode cudagraph with --package: a package's C library is timed in mode run only"),
+        (["--concurrency", "1,2"], "--concurrency 2 with --package"),
+        (["--sessions", "2"], "--sessions 2 with --package"),
+    ],
+)
+def test_package_combinations_it_cannot_time_exit_2_with_one_line(
+    model: Path, wheel_library: Path, tmp_path: Path, args: list[str], message: str, capsys
+) -> None:
+    saved = tmp_path / "never.json"
+    assert main(["bench", str(model), "--package", str(wheel_library), "--save", str(saved), *args, *QUICK]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+    assert not saved.exists()
+
+
+def test_package_without_a_library_exits_2(model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("no library here\n", encoding="utf-8")
+    assert main(["bench", str(model), "--package", str(tmp_path), *QUICK]) == 2
+    assert "no ONNX Runtime library" in capsys.readouterr().err

@@ -62,6 +62,7 @@ def environment_changes(old: BenchResult, new: BenchResult) -> tuple[str, ...]:
     """What differs between the environments of two runs, as 'what: old -> new' lines."""
     a, b = old.environment, new.environment
     pairs = [
+        ("ONNX Runtime library", _library(old), _library(new)),
         ("ONNX Runtime", a.ort_version, b.ort_version),
         ("ORT CUDA build", a.ort_cuda_version, b.ort_cuda_version),
         ("ORT cuDNN build", a.ort_cudnn_version, b.ort_cudnn_version),
@@ -75,6 +76,11 @@ def environment_changes(old: BenchResult, new: BenchResult) -> tuple[str, ...]:
         ("cuDNN", a.cudnn_version, b.cudnn_version),
     ]
     return tuple(f"{what}: {x} -> {y}" for what, x, y in pairs if x != y)
+
+
+def _library(result: BenchResult) -> str:
+    package = result.package
+    return "the onnxruntime wheel" if package is None else f"the C library {package.library}"
 
 
 def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseComparison:

@@ -8,9 +8,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Environment", "GpuSummary", "collect_environment", "nvml_index_for"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ortgpu.check.result import PackageLibrary
+
+__all__ = ["Environment", "GpuSummary", "collect_environment", "collect_package_environment", "nvml_index_for"]
 
 # Libraries whose exact files decide GPU speed; read from the process's memory map once ORT has loaded them.
 _LIBRARY_PATTERN = re.compile(r"lib(cudart|cublasLt|cublas|cudnn|nvinfer|onnxruntime_providers_\w+)[^/]*\.so[.\d]*$")
@@ -129,39 +132,22 @@ def _runtime_versions(paths: dict[str, str]) -> tuple[str | None, str | None]:
     return cuda_version, cudnn_version
 
 
-def collect_environment(
-    ep: str, device_id: int, session: Any | None = None, config_session: dict[str, Any] | None = None
-) -> Environment:
-    """Record this process's environment. ``session`` (an onnxruntime.InferenceSession) adds the active providers
-    and their options as ORT reports them; ``config_session`` is the [session] settings the sessions were built with.
-    """
-    import onnxruntime as ort
-
+def _machine(ep: str, device_id: int) -> dict[str, Any]:
+    """The Environment fields that do not depend on which ONNX Runtime ran: versions, host, GPU, driver."""
     from ortgpu import __version__
     from ortgpu.env.nvml import query_driver
 
-    try:
-        from onnxruntime.capi import build_and_package_info as build
-    except ImportError:
-        build = None
     driver = query_driver()
     gpus = tuple(driver.gpus)
     index = nvml_index_for(device_id, gpus)
     gpu = next((g for g in gpus if g.index == index), None) if ep != "cpu" else None
-    active: tuple[str, ...] = ()
-    provider_options: dict[str, dict[str, str]] = {}
-    if session is not None:
-        active = tuple(session.get_providers())
-        provider_options = {k: {kk: str(vv) for kk, vv in v.items()} for k, v in session.get_provider_options().items()}
-    loaded = _loaded_paths()
-    runtime = _runtime_versions(loaded)
     notes = []
     if ep != "cpu" and gpu is None and driver.present:
         notes.append(
             f"CUDA device {device_id} has no NVML match (CUDA_VISIBLE_DEVICES="
             f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
         )
-    return Environment(
+    return dict(
         ortgpu_version=__version__,
         date_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         python=platform.python_version(),
@@ -169,16 +155,7 @@ def collect_environment(
         machine=platform.machine(),
         cpu=_cpu_name(),
         cpu_count=os.cpu_count() or 0,
-        ort_version=ort.__version__,
-        ort_distributions=_ort_distributions(),
-        ort_build_info=ort.get_build_info() if hasattr(ort, "get_build_info") else "",
-        ort_cuda_version=getattr(build, "cuda_version", None) or None,
-        ort_cudnn_version=getattr(build, "cudnn_version", None) or None,
-        available_providers=tuple(ort.get_available_providers()),
         ep=ep,
-        active_providers=active,
-        provider_options=provider_options,
-        session_options={k: str(v) for k, v in sorted((config_session or {}).items())},
         device_id=device_id,
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         driver_version=driver.version,
@@ -188,9 +165,80 @@ def collect_environment(
         )
         if gpu is not None
         else None,
+        nvml_error=driver.error,
+        notes=tuple(notes),
+    )
+
+
+def _settings(config_session: dict[str, Any] | None) -> dict[str, str]:
+    return {k: str(v) for k, v in sorted((config_session or {}).items())}
+
+
+def collect_environment(
+    ep: str, device_id: int, session: Any | None = None, config_session: dict[str, Any] | None = None
+) -> Environment:
+    """Record this process's environment. ``session`` (an onnxruntime.InferenceSession) adds the active providers
+    and their options as ORT reports them; ``config_session`` is the [session] settings the sessions were built with.
+    """
+    import onnxruntime as ort
+
+    try:
+        from onnxruntime.capi import build_and_package_info as build
+    except ImportError:
+        build = None
+    active: tuple[str, ...] = ()
+    provider_options: dict[str, dict[str, str]] = {}
+    if session is not None:
+        active = tuple(session.get_providers())
+        provider_options = {k: {kk: str(vv) for kk, vv in v.items()} for k, v in session.get_provider_options().items()}
+    loaded = _loaded_paths()
+    runtime = _runtime_versions(loaded)
+    return Environment(
+        **_machine(ep, device_id),
+        ort_version=ort.__version__,
+        ort_distributions=_ort_distributions(),
+        ort_build_info=ort.get_build_info() if hasattr(ort, "get_build_info") else "",
+        ort_cuda_version=getattr(build, "cuda_version", None) or None,
+        ort_cudnn_version=getattr(build, "cudnn_version", None) or None,
+        available_providers=tuple(ort.get_available_providers()),
+        active_providers=active,
+        provider_options=provider_options,
+        session_options=_settings(config_session),
         loaded_libraries=tuple(sorted(loaded)),
         cuda_runtime_version=runtime[0],
         cudnn_version=runtime[1],
-        nvml_error=driver.error,
-        notes=tuple(notes),
+    )
+
+
+def collect_package_environment(
+    ep: str,
+    device_id: int,
+    package: PackageLibrary,
+    active_providers: tuple[str, ...],
+    provider_options: dict[str, dict[str, str]],
+    config_session: dict[str, Any] | None = None,
+) -> Environment:
+    """The environment of a bench timed through a package's C library (``--package``), in child processes.
+
+    ONNX Runtime's version and build are the library's own answers; the libraries it loaded and the CUDA runtime
+    it used lived in the child processes, so they are not recorded (None / empty), and the wheel is not imported.
+    """
+    machine = _machine(ep, device_id)
+    how = "C API, in child processes"
+    note = (
+        f"timed through the C library {package.library} ({how}); the CUDA/cuDNN libraries it loaded "
+        "are not read back from the child processes"
+    )
+    machine["notes"] = (note, *machine["notes"])
+    return Environment(
+        **machine,
+        ort_version=package.ort_version,
+        ort_distributions=(f"{package.library} ({how})",),
+        ort_build_info=package.build_info or "",
+        ort_cuda_version=None,  # a release archive records no CUDA version the library can be asked for
+        ort_cudnn_version=None,
+        available_providers=package.compiled_providers,
+        active_providers=active_providers,
+        provider_options={k: dict(v) for k, v in provider_options.items()},
+        session_options=_settings(config_session),
     )

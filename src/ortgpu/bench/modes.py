@@ -107,6 +107,17 @@ class ModeRunner(ABC):
         return None
 
     @classmethod
+    def package_refusal(cls) -> str | None:
+        """Why this mode cannot be timed through a package's C library (``--package``); None when it can.
+
+        The C-API runner times ``Run`` with its outputs copied to the host, as a C/C++ application's Run does.
+        """
+        return (
+            "a package's C library is timed in mode run only (Run with outputs copied to the host, as a C/C++ "
+            f"application's Run); {cls.mode.value} is timed through the onnxruntime wheel"
+        )
+
+    @classmethod
     def provider_options(cls, ep: ExecutionProvider) -> dict[str, str]:
         """Provider options the session must be created with for this mode."""
         return {}
@@ -149,6 +160,10 @@ class RunMode(ModeRunner):
     """``session.run(names, feeds)``: numpy in, numpy out; ORT copies to and from the device inside the run."""
 
     mode = BenchMode.RUN
+
+    @classmethod
+    def package_refusal(cls) -> str | None:
+        return None
 
     def _prepare(self) -> Callable[[], Any]:
         # partial() is called in C: no extra Python frame inside the timed region.

@@ -17,6 +17,7 @@ from ortgpu.bench.stats import LatencyStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.environment import Environment
+    from ortgpu.check.result import PackageLibrary
     from ortgpu.config import ExecutionProvider
 
 __all__ = [
@@ -211,7 +212,10 @@ class BaselineComparison:
 
 @dataclass(frozen=True)
 class BenchResult:
-    """Everything one ``ortgpu bench`` produced; the table, the JSON, the saved file and the report use it."""
+    """Everything one ``ortgpu bench`` produced; the table, the JSON, the saved file and the report use it.
+
+    ``package``: the ONNX Runtime C library the cases were timed through (``--package``); None for the wheel.
+    """
 
     model: ModelSummary
     ep: ExecutionProvider
@@ -226,6 +230,7 @@ class BenchResult:
     comparison: BaselineComparison | None = None
     saved_to: Path | None = None
     report_to: Path | None = None
+    package: PackageLibrary | None = None
 
     @property
     def failed_cases(self) -> tuple[BenchCase, ...]:
@@ -242,11 +247,13 @@ class BenchResult:
 def _namespace() -> dict[str, Any]:
     # Names the string annotations refer to; imported here so loading this module stays light.
     from ortgpu.bench import environment
+    from ortgpu.check.result import PackageLibrary
     from ortgpu.config import ExecutionProvider
 
     names = {name: getattr(environment, name) for name in environment.__all__}
     names.update(globals())
     names["ExecutionProvider"] = ExecutionProvider
+    names["PackageLibrary"] = PackageLibrary
     return names
 
 

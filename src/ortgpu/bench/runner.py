@@ -29,6 +29,8 @@ from ortgpu.errors import BadInputError, OrtgpuError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from ortgpu.bench.environment import Environment
+    from ortgpu.check.result import PackageLibrary
     from ortgpu.config import Config, ExecutionProvider
     from ortgpu.model.inputs import InputSpec
     from ortgpu.model.inspect import ModelInfo
@@ -37,6 +39,7 @@ __all__ = [
     "DEFAULT_DURATION_S",
     "BenchInputError",
     "BenchRequest",
+    "Measured",
     "Progress",
     "parse_int_list",
     "parse_modes",
@@ -73,6 +76,8 @@ class BenchRequest:
     ``iterations`` runs, or ``duration_s`` seconds (at least MIN_RUNS runs); neither: DEFAULT_DURATION_S.
     ``shapes`` / ``dims`` / ``ranges`` / ``npz`` / ``seed`` are merged over the config's [inputs];
     ``provider_options`` over its [ep.<name>] (for the benchmarked EP). ``max_regression``: fraction (0.10 = 10%).
+    ``package``: time the model through the ONNX Runtime C library in this release archive, folder, wheel or
+    library file, in child processes (mode run, one thread; see :mod:`ortgpu.bench.package`), not the wheel.
     """
 
     model: Path
@@ -100,6 +105,7 @@ class BenchRequest:
     report: Path | None = None
     baseline: Path | None = None
     max_regression: float = 0.10
+    package: Path | None = None
 
     def validate(self) -> None:
         """Raise BenchInputError (exit 2) for settings that cannot be measured."""
@@ -132,6 +138,10 @@ class BenchRequest:
             raise BenchInputError(f"--max-regression {self.max_regression}: needs 0% or more", "e.g. 10%")
         if self.device_id < 0:
             raise BenchInputError(f"--device {self.device_id}: negative", "CUDA device ids start at 0")
+        if self.package is not None:
+            from ortgpu.bench.package import validate_package_request
+
+            validate_package_request(self)
 
 
 # ------------------------------------------------------------------------------------------- flag values
@@ -364,12 +374,15 @@ class _Sessions:
         self.main: Any = None  # the first shared session of the benchmarked EP: the environment record reads it
 
     def open(self, ep: ExecutionProvider, options: dict[str, str] | None = None) -> Any:
+        from dataclasses import replace
+
+        from ortgpu.config import Fallback
         from ortgpu.session import open_session
 
         merged = {**(self.options if ep is self.ep else {}), **(options or {})}
-        return open_session(
-            self.model, ep=ep, config=self.config, device_id=self.device_id, provider_options=merged or None
-        )
+        # bench never falls back, whatever the config allows: CPU numbers must never carry a GPU label
+        strict = replace(self.config, fallback=Fallback.NONE)
+        return open_session(self.model, ep=ep, config=strict, device_id=self.device_id, provider_options=merged or None)
 
     def plain(self, ep: ExecutionProvider, count: int) -> list[tuple[Any, bool]]:
         """``count`` shared sessions on ``ep`` with (session, reused) pairs."""
@@ -459,11 +472,12 @@ def _plan(request: BenchRequest, ep: ExecutionProvider, batches: list[int]) -> l
         current_modes = modes if current is ep else [BenchMode.RUN]
         for batch in batches:
             for mode in current_modes:
-                refusal = mode_class(mode).refusal(current)
+                cls = mode_class(mode)
+                refusal = (cls.package_refusal() if request.package is not None else None) or cls.refusal(current)
                 for concurrency in dict.fromkeys(request.concurrency):
                     sessions = min(request.sessions, concurrency)
                     skip = refusal
-                    if skip is None and mode_class(mode).needs_own_session() and concurrency > sessions:
+                    if skip is None and cls.needs_own_session() and concurrency > sessions:
                         skip = (
                             f"a CUDA graph is captured for one thread on fixed buffers: {concurrency} threads "
                             f"need --sessions {concurrency} (one session each)"
@@ -851,31 +865,28 @@ def _check_output_folder(path: Path | None, flag: str) -> None:
         raise BenchInputError(f"{flag} {path}: folder {Path(path).parent} does not exist", "create it first")
 
 
-def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
-    """Benchmark ``request.model``; see BenchRequest. Ctrl-C stops it early: the result then holds what finished
-    and is marked interrupted. Writes ``request.save`` / ``request.report`` when given (atomically).
+@dataclass(frozen=True)
+class Measured:
+    """What one way of running the model measured: the EP it ran on and why, the cases, the environment.
 
-    Raises BenchInputError / ModelError / InputError / BaselineError (exit 2) for bad settings or files before
-    anything runs, ModeRefusedError / ProviderUnavailableError (exit 3) when this machine cannot do it.
+    Produced by the wheel path here and by :func:`ortgpu.bench.package.measure_through_package`; ``run_bench``
+    turns it into a BenchResult (speed-ups, hints, baseline) the same way for both.
     """
-    from ortgpu.bench.archive import check_same_model, compare_to_baseline, load_result, save_result
-    from ortgpu.bench.environment import collect_environment
-    from ortgpu.check.run import merge_input_spec
-    from ortgpu.config import ExecutionProvider, load_config
-    from ortgpu.model.inspect import inspect_model
+
+    ep: ExecutionProvider
+    ep_reason: str
+    auto_ep: bool  # the EP was picked here, not asked for
+    cases: tuple[BenchCase, ...]
+    interrupted: bool
+    environment: Environment
+    package: PackageLibrary | None = None
+
+
+def _wheel_ep(request: BenchRequest) -> tuple[ExecutionProvider, str, bool]:
+    """The EP the wheel runs the bench on (the best available when none is asked) and its reason; refuses a mode
+    the EP cannot do (exit 3) unless every mode was asked for."""
     from ortgpu.session import best_available_ep
 
-    tell = progress or (lambda message, fraction=None: None)
-    started = time.perf_counter()
-    request.validate()
-    _check_output_folder(request.save, "--save")
-    _check_output_folder(request.report, "--report")
-    baseline = load_result(request.baseline) if request.baseline is not None else None
-    config = load_config(request.config)
-    tell("inspecting the model", None)
-    model = inspect_model(request.model)
-    if baseline is not None:
-        check_same_model(baseline, model.sha256, request.baseline)
     if request.ep is None:
         ep, ep_reason = best_available_ep()
         auto_ep = True
@@ -889,18 +900,23 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
                     f"--mode {mode.value} on the {ep.value} EP: {refusal}",
                     "run on a machine with an NVIDIA GPU (--ep cuda), or use --mode run / iobinding",
                 )
-    spec = merge_input_spec(
-        config.inputs,
-        shapes=request.shapes,
-        dims=request.dims,
-        ranges=request.ranges,
-        npz=request.npz,
-        seed=request.seed,
-    )
-    shape_sets = _resolve_shapes(model, spec, tuple(dict.fromkeys(request.batches)))
-    by_batch = {s.batch: s for s in shape_sets}
-    plans = _plan(request, ep, list(by_batch))
+    return ep, ep_reason, auto_ep
 
+
+def _measure_through_wheel(
+    request: BenchRequest,
+    config: Config,
+    model: ModelInfo,
+    by_batch: Mapping[int, _Shapes],
+    ep: ExecutionProvider,
+    ep_reason: str,
+    auto_ep: bool,
+    tell: Progress,
+) -> Measured:
+    """Every planned case through the onnxruntime wheel, in this process."""
+    from ortgpu.bench.environment import collect_environment
+
+    plans = _plan(request, ep, list(by_batch))
     pool = _Sessions(Path(request.model), config, request.device_id, ep, request.provider_options)
     cases: list[BenchCase] = []
     interrupted = False
@@ -934,7 +950,52 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         )
     finally:
         pool.close()
-    cases = _with_speedups(cases)
+    return Measured(ep, ep_reason, auto_ep, tuple(cases), interrupted, environment)
+
+
+def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
+    """Benchmark ``request.model``; see BenchRequest. Ctrl-C stops it early: the result then holds what finished
+    and is marked interrupted. Writes ``request.save`` / ``request.report`` when given (atomically).
+
+    Raises BenchInputError / ModelError / InputError / BaselineError (exit 2) for bad settings or files before
+    anything runs, ModeRefusedError / ProviderUnavailableError (exit 3) when this machine cannot do it. With
+    ``request.package``: the library-location errors (exit 2) and ProviderLoadError (exit 3, ORT's own text).
+    """
+    from ortgpu.bench.archive import check_same_model, compare_to_baseline, load_result, save_result
+    from ortgpu.check.run import merge_input_spec
+    from ortgpu.config import ExecutionProvider, load_config
+    from ortgpu.model.inspect import inspect_model
+
+    tell = progress or (lambda message, fraction=None: None)
+    started = time.perf_counter()
+    request.validate()
+    _check_output_folder(request.save, "--save")
+    _check_output_folder(request.report, "--report")
+    baseline = load_result(request.baseline) if request.baseline is not None else None
+    config = load_config(request.config)
+    tell("inspecting the model", None)
+    model = inspect_model(request.model)
+    if baseline is not None:
+        check_same_model(baseline, model.sha256, request.baseline)
+    if request.package is None:
+        ep, ep_reason, auto_ep = _wheel_ep(request)
+    spec = merge_input_spec(
+        config.inputs,
+        shapes=request.shapes,
+        dims=request.dims,
+        ranges=request.ranges,
+        npz=request.npz,
+        seed=request.seed,
+    )
+    shape_sets = _resolve_shapes(model, spec, tuple(dict.fromkeys(request.batches)))
+    by_batch = {s.batch: s for s in shape_sets}
+    if request.package is None:
+        measured = _measure_through_wheel(request, config, model, by_batch, ep, ep_reason, auto_ep, tell)
+    else:
+        from ortgpu.bench.package import measure_through_package
+
+        measured = measure_through_package(request, request.package, config, model, by_batch, tell)
+    ep, cases = measured.ep, _with_speedups(list(measured.cases))
     result = BenchResult(
         model=ModelSummary(
             Path(request.model),
@@ -945,7 +1006,7 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
             tuple(_describe(o) for o in model.outputs),
         ),
         ep=ep,
-        ep_reason=ep_reason,
+        ep_reason=measured.ep_reason,
         settings=BenchSettings(
             modes=tuple(dict.fromkeys(request.modes)),
             batches=tuple(by_batch),
@@ -960,12 +1021,19 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         ),
         cases=tuple(cases),
         hints=_hints(
-            cases, model, ep, auto_ep, ep_reason, interrupted, int(config.session.get("intra_op_num_threads", 0))
+            cases,
+            model,
+            ep,
+            measured.auto_ep,
+            measured.ep_reason,
+            measured.interrupted,
+            int(config.session.get("intra_op_num_threads", 0)),
         ),
-        environment=environment,
+        environment=measured.environment,
         input_notes=shape_sets[0].notes,
-        interrupted=interrupted,
+        interrupted=measured.interrupted,
         elapsed_s=time.perf_counter() - started,
+        package=measured.package,
     )
     if baseline is not None and result.measured_cases:
         result = dataclasses.replace(

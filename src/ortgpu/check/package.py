@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.capi.runner import PackageRunResult
     from ortgpu.model.inspect import ModelInfo
 
-__all__ = ["package_session_settings", "run_through_package"]
+__all__ = ["default_package_ep", "package_session_settings", "run_through_package"]
 
 Progress = Callable[[str, float | None], None]
 
@@ -42,7 +42,7 @@ def package_session_settings(config: Config) -> dict[str, object]:
     return settings
 
 
-def _default_ep() -> tuple[ExecutionProvider, str | None]:
+def default_package_ep() -> tuple[ExecutionProvider, str | None]:
     """CUDA when a driver sees a GPU (the library then has to prove it can enable it), else CPU and why."""
     from ortgpu.env.nvml import query_driver
 
@@ -67,7 +67,7 @@ def run_through_package(
     from ortgpu.capi.library_locator import locate_library
 
     settings = package_session_settings(request.config)
-    requested, ep_reason = (request.ep, None) if request.ep is not None else _default_ep()
+    requested, ep_reason = (request.ep, None) if request.ep is not None else default_package_ep()
     trying_default_gpu = request.ep is None and requested.is_gpu
     options = effective_provider_options(requested, request.config, request.ep_options, request.device_id)
     report(f"finding ONNX Runtime's C library in {package}", 0.08)

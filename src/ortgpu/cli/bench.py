@@ -69,6 +69,12 @@ __all__ = ["command", "render"]
     help="Exit 1 when p50 or p95 grew more than this (and more than the baseline's spread).",
 )
 @click.option("--report", type=click.Path(path_type=Path), help="Write a self-contained HTML report with plots.")
+@click.option(
+    "--package",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Time through this ORT C library (release archive or folder, wheel, libonnxruntime file): mode run only.",
+)
 @json_option
 def command(
     model: Path,
@@ -93,12 +99,14 @@ def command(
     baseline: Path | None,
     max_regression_text: str,
     report: Path | None,
+    package: Path | None,
     as_json: bool,
 ) -> int:
     """Honest latency and throughput of MODEL: warm-up, percentiles, modes, sweeps, baseline, report.
 
     Exit 1 when a case failed or regressed against --baseline; 2 for bad input; 3 when this machine cannot run
     what was asked (e.g. --mode cudagraph without a GPU); 130 when interrupted (what finished is still shown).
+    With --package each case runs through that package's own C library (its C API, in a child process).
     """
     from ortgpu.bench.runner import (
         BenchRequest,
@@ -137,6 +145,7 @@ def command(
         report=report,
         baseline=baseline,
         max_regression=parse_percent(max_regression_text),
+        package=package,
     )
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
@@ -158,6 +167,12 @@ def render(result: Any, console: Any) -> None:
     from rich.table import Table
 
     console.print(f"[bold]{x(result.model.path.name)}[/] on [bold]{result.ep.value}[/]: {x(result.ep_reason)}")
+    package = result.package
+    if package is not None:
+        console.print(
+            f"  through the C library of ONNX Runtime {x(package.ort_version)} (C API {package.api_version}), "
+            f"a child process per case:\n    [bold]{x(str(package.library))}[/]"
+        )
     for note in result.input_notes:
         console.print(f"  [dim]{x(note)}[/]")
     with_cpu = any(c.speedup_vs_cpu is not None for c in result.cases)
@@ -200,7 +215,7 @@ def render(result: Any, console: Any) -> None:
     if cold is not None and cold.session_creation_s is not None:
         console.print(
             f"cold start: session created in {cold.session_creation_s:.2f} s, first run "
-            f"{_ms(cold.first_run_ms)} ms (not in the stats)"
+            f"{_ms(cold.first_run_ms)} ms (not in the stats)" + (", in a fresh process" if package is not None else "")
         )
     comparison = result.comparison
     if comparison is not None:
