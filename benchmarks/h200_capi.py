@@ -86,13 +86,13 @@ def parity(a: np.ndarray, b: np.ndarray) -> dict[str, float | bool]:
     }
 
 
-def model_input(path: Path) -> tuple[str, tuple[int, ...]]:
-    """The first input's name and shape, symbolic dims (the batch) set to 1."""
+def model_input(path: Path, batch: int = 1) -> tuple[str, tuple[int, ...]]:
+    """The first input's name and shape, symbolic dims (the batch) set to ``batch``."""
     import onnx
 
     graph_input = onnx.load(str(path), load_external_data=False).graph.input[0]
     dims = graph_input.type.tensor_type.shape.dim
-    return graph_input.name, tuple(d.dim_value if d.HasField("dim_value") else 1 for d in dims)
+    return graph_input.name, tuple(d.dim_value if d.HasField("dim_value") else batch for d in dims)
 
 
 def default_library() -> Path:
@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=Path("/tmp/models/resnet50.onnx"))
     parser.add_argument("--ep", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=1, help="batch size (the model's symbolic leading dim)")
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args(argv)
 
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     exporter = export_resnet50(args.model)
     library = args.library or default_library()
     model_sha = hashlib.sha256(args.model.read_bytes()).hexdigest()
-    input_name, shape = model_input(args.model)
+    input_name, shape = model_input(args.model, args.batch)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     feeds = {input_name: x}
 
@@ -226,9 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     result["p50_ratio_c_library_over_wheel"] = result["c_library"]["latency"]["p50_ms"] / wheel["latency"]["p50_ms"]
-    result["ortgpu_bench_package"] = bench_package(library, args.model, args.ep, args.iterations, args.warmup)
+    result["ortgpu_bench_package"] = bench_package(
+        library, args.model, args.ep, args.iterations, args.warmup, args.batch
+    )
     gpu = (result["machine"].get("gpus") or ["cpu"])[0].split()[-1].lower() if args.ep == "cuda" else "cpu"
-    stem = f"{result['date']}-{gpu}-capi"
+    stem = f"{result['date']}-{gpu}-capi" + (f"-b{args.batch}" if args.batch != 1 else "")
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (args.out / f"{stem}.md").write_text(markdown(result) + markdown_bench_package(result), encoding="utf-8")
     print(markdown(result) + markdown_bench_package(result))
@@ -266,11 +269,11 @@ def markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_package(library: Path, model: Path, ep: str, iterations: int, warmup: int) -> dict[str, Any]:
+def bench_package(library: Path, model: Path, ep: str, iterations: int, warmup: int, batch: int) -> dict[str, Any]:
     """`ortgpu bench MODEL --package LIBRARY` as a user runs it (its own inputs, same shape), its p50 and more."""
     command = [
         sys.executable, "-m", "ortgpu", "bench", str(model), "--package", str(library), "--ep", ep,
-        "--iterations", str(iterations), "--warmup", str(warmup), "--json",
+        "--iterations", str(iterations), "--warmup", str(warmup), "--batch", str(batch), "--json",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     shown = " ".join(["ortgpu", *command[3:]])
