@@ -70,6 +70,8 @@ def render_doctor(report: Any, console: Any) -> None:
         )
     console.print(checks)
 
+    if getattr(report, "windows", None) is not None:
+        _render_windows(report.windows, console)
     rows = [n for n in report.libraries if not n.system]
     if rows:
         libraries = Table(title="Libraries the provider libraries need", title_justify="left")
@@ -108,3 +110,42 @@ def render_doctor(report: Any, console: Any) -> None:
             mapped.add_row(escape(str(item.path)), escape(item.component), escape(item.origin), escape(item.why))
         console.print(mapped)
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
+
+
+def _render_windows(windows: Any, console: Any) -> None:
+    """Every DLL ORT's libraries bring in, as the Windows loader will resolve it (system DLLs left to --json)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="DLLs ORT's libraries need (as the Windows loader resolves them)", title_justify="left")
+    table.add_column("DLL", overflow="fold")
+    table.add_column("Needed by", overflow="fold")
+    table.add_column("Status")
+    table.add_column("Loader picks (search step)", overflow="fold", ratio=3)
+    table.add_column("Version / CPU", overflow="fold")
+    table.add_column("Other copies", overflow="fold", ratio=2)
+    hidden, shown = 0, set()
+    for library in windows.libraries:
+        for need in library.needs:
+            if need.name.lower() in shown:
+                continue  # each DLL once: later imports of it reuse the loaded copy
+            shown.add(need.name.lower())
+            if need.system or (need.component.value == "ONNX Runtime" and need.ok):
+                hidden += 1
+                continue
+            style = "green" if need.ok else ("yellow" if need.status.value == "off-path" else "red")
+            chosen = need.chosen
+            where = f"{chosen.path} ({chosen.where})" if chosen else "-"
+            version = f"{chosen.file_version or '-'} / {chosen.machine or '?'}" if chosen else "-"
+            others = [f"{c.path} ({c.where})" for c in (*need.later, *need.off_path, *need.other_versions)]
+            table.add_row(
+                escape(need.name + ("" if need.kind.value in ("load-time", "delay-load") else " (run time)")),
+                escape(need.requested_by),
+                f"[{style}]{need.status.value}[/]",
+                escape(where),
+                escape(version),
+                escape("\n".join(others[:4])),
+            )
+    console.print(table)
+    if hidden:
+        console.print(f"[dim]{hidden} system and ORT DLLs (KnownDLLs, API sets, ORT's own) not shown; see --json[/]")

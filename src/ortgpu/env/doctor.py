@@ -4,6 +4,8 @@ Checks run in this order: platform, Python, ORT distributions, the ORT build, it
 libraries and what they need, a real load attempt in a child process, the NVIDIA driver and
 GPUs, CUDA_VISIBLE_DEVICES, the version matrix. The verdict picks the most fundamental failure:
 no driver beats missing CUDA/cuDNN libraries, which beat a CPU-only ORT shadowing the GPU one.
+A Windows host (real, or simulated through `Probes.windows`) runs the same order with the Windows
+checks of ortgpu.env.doctor_checks.windows and the same verdict.
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ _RANK = {
     "ort.build": 46,
     "gpu.arch": 50,
     "load.attempt": 60,
+    # Windows (ortgpu.env.doctor_checks.windows): an old VC++ runtime breaks `import onnxruntime` itself
+    "windows.python": 12,
+    "windows.vcruntime": 25,
+    "windows.ort_cuda_unavailable": 41,
+    "windows.shadowing": 47,
+    "windows.long_path": 48,
+    "windows.cuda_path": 70,
+    "windows.path": 75,
 }
 
 
@@ -71,6 +81,7 @@ class Probes:
     proc_driver: Path = Path("/proc/driver/nvidia/version")
     sys_pci: Path = Path("/sys/bus/pci/devices")
     load_timeout_s: float = 120.0
+    windows: Any = None  # an ortgpu.env.windows_host.WindowsHost: diagnose it as a Windows machine
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,7 @@ class DoctorReport:
     kernel_archs: Any  # ortgpu.env.fatbin.KernelArchs | None
     requirements: Any  # ortgpu.env.matrix.OrtBuildRequirements | None
     duration_s: float
+    windows: Any = None  # ortgpu.env.windows_loader.WindowsReport on a Windows host, else None
 
     @property
     def exit_code(self) -> int:
@@ -159,6 +171,8 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
 
     report("platform and Python", 0.05)
     plat = probes.platform or probe_platform()
+    if probes.windows is not None or (plat.os == "Windows" and sys.platform == "win32"):
+        return _diagnose_windows(probes, report, started)
     linux = plat.os == "Linux"
     checks.add(host.platform_check(plat))
     checks.add(host.python_check(plat))
@@ -235,6 +249,44 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
         kernel_archs=archs,
         requirements=requirements,
         duration_s=time.perf_counter() - started,
+    )
+
+
+def _diagnose_windows(probes: Probes, report: Progress, started: float) -> DoctorReport:
+    """The same diagnosis on a Windows host (real, or the simulated one in `probes.windows`)."""
+    from ortgpu.env.doctor_checks.windows import diagnose_windows
+    from ortgpu.env.windows_host import RealWindowsHost
+
+    host = probes.windows or RealWindowsHost()
+    found = diagnose_windows(
+        host, report, nvml=probes.nvml, ort_query=probes.ort_query or query_ort, load_timeout_s=probes.load_timeout_s
+    )
+    checks = _Checks()
+    for check in found.checks:
+        checks.add(check)
+    report("verdict", 1.0)
+    visible = found.visible or map_visible_devices((), None)
+    gpu_usable = found.driver.present and bool(visible.devices)
+    ready, verdict, cause, fix = _verdict(checks, found.load_attempt, visible, gpu_usable)
+    return DoctorReport(
+        ready=ready,
+        verdict=verdict,
+        root_cause=cause,
+        fix=fix,
+        checks=tuple(checks.items),
+        platform=found.platform,
+        distributions=found.distributions,
+        ort=found.ort,
+        providers=(),
+        load_attempt=found.load_attempt,
+        preload_attempt=found.preload_attempt,
+        mapped=found.mapped,
+        driver=found.driver,
+        visible=found.visible,
+        kernel_archs=None,
+        requirements=found.requirements,
+        duration_s=time.perf_counter() - started,
+        windows=found.report,
     )
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ortgpu.env.linux_loader import LoaderEnv
     from ortgpu.env.matrix import OrtBuildRequirements
     from ortgpu.env.nvml import DriverInfo
+    from ortgpu.env.windows_host import WindowsHost
 
 __all__ = [
     "Component",
@@ -211,17 +212,42 @@ def diagnose_package(
     loader_env: LoaderEnv | None = None,
     driver: DriverInfo | None = None,
     host: PackagePlatform | None = None,
+    windows: WindowsHost | None = None,
 ) -> PackageReport:
     """Analyse an ORT wheel, release archive or folder; check its needs on this machine when it is for it.
 
-    `loader_env`, `driver` and `host` replace what is read from this machine (tests simulate others with them).
+    `loader_env`, `driver`, `host` and `windows` (a WindowsHost) replace what is read from this machine
+    (tests simulate others with them). A Windows package is resolved against a Windows host: this one
+    when ortgpu runs on Windows, or the given `windows` host.
     """
+    import sys
+
     report = progress or (lambda message, fraction=None: None)
     with open_package(path, report) as opened:
         analysis, binaries = _analyse(opened, report)
+        if host is None and windows is not None:
+            host = {"x64": PackagePlatform.WIN_X64, "arm64": PackagePlatform.WIN_ARM64}.get(windows.machines()[0])
         host = host or host_platform()
         static = _static_checks(analysis)
-        if host is not analysis.platform:
+        if host is not None and host.is_windows and analysis.platform.is_windows:
+            if windows is None and sys.platform == "win32":
+                from ortgpu.env.windows_host import RealWindowsHost
+
+                windows = RealWindowsHost()
+            if windows is None:
+                skip = Check(
+                    id="host.match",
+                    title="This machine",
+                    status=Status.SKIP,
+                    evidence="a Windows host was named but ortgpu runs elsewhere: no Windows machine to resolve the "
+                    "DLL imports against; the needs above are what must be on PATH or next to the provider DLLs",
+                )
+                return _report(analysis, host.value, (*static, skip), ready=None)
+            from ortgpu.env.doctor_checks.windows import windows_package_checks
+
+            report("resolving the DLLs against this Windows machine", None)
+            host_checks = windows_package_checks(analysis, opened, windows, driver=driver)
+        elif host is not analysis.platform:
             here = host.value if host else _host_description()
             skip = Check(
                 id="host.match",
@@ -230,27 +256,25 @@ def diagnose_package(
                 evidence=f"the package is for {analysis.platform.value}, this machine is {here}: analysed statically",
             )
             return _report(analysis, here, (*static, skip), ready=None)
-        if host.is_windows:
-            skip = Check(
-                id="host.match",
-                title="This machine",
-                status=Status.SKIP,
-                evidence="resolving DLL imports against this Windows machine is not part of doctor --package; "
-                "the needs above are what must be on PATH or next to the provider DLLs",
-            )
-            return _report(analysis, host.value, (*static, skip), ready=None)
-        from ortgpu.env.package_host import linux_host_checks
+        else:
+            from ortgpu.env.package_host import linux_host_checks
 
-        report("checking this machine", None)
-        bundled = {posixpath.basename(m) for m in (*opened.members, *opened.links)}
-        host_checks = linux_host_checks(analysis, binaries, bundled, env=loader_env, driver=driver)
+            report("checking this machine", None)
+            bundled = {posixpath.basename(m) for m in (*opened.members, *opened.links)}
+            host_checks = linux_host_checks(analysis, binaries, bundled, env=loader_env, driver=driver)
     ready = not any(c.status is Status.FAIL for c in host_checks)
     return _report(analysis, host.value, (*static, *host_checks), ready=ready)
 
 
-def analyse_package(opened: OpenedPackage, progress: Progress | None = None) -> PackageAnalysis:
-    """The static, platform-neutral analysis of an opened package (reusable by any host check)."""
-    analysis, _ = _analyse(opened, progress or (lambda message, fraction=None: None))
+def analyse_package(
+    opened: OpenedPackage, progress: Progress | None = None, *, metadata: tuple[str, str] | None = None
+) -> PackageAnalysis:
+    """The static, platform-neutral analysis of an opened package (reusable by any host check).
+
+    `metadata` (distribution name, version) stands in for a wheel's METADATA when the package carries none:
+    an installed onnxruntime folder, whose dist-info lies beside it.
+    """
+    analysis, _ = _analyse(opened, progress or (lambda message, fraction=None: None), metadata)
     return analysis
 
 
@@ -354,10 +378,14 @@ def _role(name: str) -> tuple[LibraryRole, str | None]:
 # --- static analysis ----------------------------------------------------------------------------------------------
 
 
-def _analyse(opened: OpenedPackage, report: Progress) -> tuple[PackageAnalysis, dict[str, ElfInfo | PeInfo]]:
+def _analyse(
+    opened: OpenedPackage, report: Progress, metadata: tuple[str, str] | None = None
+) -> tuple[PackageAnalysis, dict[str, ElfInfo | PeInfo]]:
     from ortgpu.env.binary import BinaryFormatError, read_binary
 
     meta = _read_metadata(opened)
+    if metadata and not meta.version:
+        meta = dataclasses.replace(meta, name=meta.name or metadata[0], version=metadata[1])
     notes: list[str] = []
     bundled = {posixpath.basename(m).lower() for m in (*opened.members, *opened.links)}
     binaries: dict[str, ElfInfo | PeInfo] = {}
@@ -864,8 +892,11 @@ def _need_text(need: Need) -> str:
 
 # The root cause shown first: the one whose fix unblocks the most.
 _CAUSE_ORDER = [
+    "host.platform",
     "host.glibc",
     "host.driver",
+    "host.vcruntime",
+    "host.ort_cuda_unavailable",
     Component.CUDA_DRIVER,
     Component.CUDA_RUNTIME,
     Component.CUBLAS,

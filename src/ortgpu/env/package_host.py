@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ortgpu.env.nvml import DriverInfo
     from ortgpu.env.platform_probe import PlatformInfo
 
-__all__ = ["linux_host_checks"]
+__all__ = ["linux_host_checks", "python_tag_check"]
 
 # Libraries whose needs must all be met for the CUDA EP to load; the others only serve optional providers.
 _ESSENTIAL = {LibraryRole.CORE, LibraryRole.PYTHON_BINDING, LibraryRole.PROVIDERS_SHARED, LibraryRole.CUDA}
@@ -50,7 +50,7 @@ def linux_host_checks(
 
     here = here or probe_platform()
     checks = [_glibc_check(analysis, here.glibc_version)]
-    python = _python_check(analysis, here.python_version, here.python_implementation)
+    python = python_tag_check(analysis, here.python_version, here.python_implementation)
     if python:
         checks.append(python)
     if analysis.flavour is Flavour.GPU:
@@ -119,7 +119,8 @@ def _glibc_check(analysis: PackageAnalysis, glibc: str | None) -> Check:
     return Check(id="host.glibc", title="glibc", status=Status.OK, evidence=f"glibc {glibc} >= {floor}")
 
 
-def _python_check(analysis: PackageAnalysis, version: str, implementation: str) -> Check | None:
+def python_tag_check(analysis: PackageAnalysis, version: str, implementation: str) -> Check | None:
+    """Does the wheel's Python tag fit this Python (None: not a wheel)?"""
     req = analysis.requirement(RequirementKind.PYTHON)
     if req is None:
         return None
