@@ -225,7 +225,10 @@ def render(result: Any, console: Any) -> None:
             pad_edge=False,
         )
         for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "verdict"):
-            delta.add_column(column, justify="left" if column in ("case", "verdict") else "right")
+            # the verdict is what CI gates on: never elided, whatever the terminal width
+            delta.add_column(
+                column, justify="left" if column in ("case", "verdict") else "right", no_wrap=column == "verdict"
+            )
         for c in comparison.cases:
             colour = {"regressed": "red", "improved": "green", "same": ""}[c.verdict.value]
             verdict = f"[{colour}]{c.verdict.value}[/]" if colour else c.verdict.value
@@ -240,6 +243,11 @@ def render(result: Any, console: Any) -> None:
                 verdict,
             )
         console.print(delta)
+        regressed = [c.key.label for c in comparison.cases if c.verdict.value == "regressed"]
+        if regressed:
+            console.print(
+                f"[red]regressed[/] beyond {comparison.max_regression:.0%}: {x(', '.join(regressed))}", soft_wrap=True
+            )
         for label in comparison.only_in_run:
             console.print(f"  [dim]not in the baseline: {label}[/]")
         for label in comparison.only_in_baseline:
