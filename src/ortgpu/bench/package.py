@@ -91,7 +91,7 @@ def measure_through_package(
     """
     from ortgpu.capi.binding import ProviderLoadError
     from ortgpu.capi.library_locator import locate_library
-    from ortgpu.check.package import default_package_ep, package_session_settings
+    from ortgpu.check.package import default_gpu_reason, default_package_ep, package_session_settings
     from ortgpu.config import ExecutionProvider
 
     settings = package_session_settings(config)  # a setting the C API cannot apply: exit 2 before any run
@@ -104,10 +104,10 @@ def measure_through_package(
         if ep is ExecutionProvider.CPU:
             return _measure(*args, ep, reason or "CPU", auto_ep=True)
         try:
-            reason = f"CUDA: a driver sees a GPU and {located.member} enables its CUDA EP"
+            reason = default_gpu_reason(located.member)
             return _measure(*args, ep, reason, auto_ep=True)
         except ProviderLoadError as exc:
-            reason = f"CPU: {located.member} cannot enable the CUDA EP here: {exc.message}"
+            reason = default_gpu_reason(located.member, exc.message)
             return _measure(*args, ExecutionProvider.CPU, reason, auto_ep=True)
 
 
@@ -274,12 +274,4 @@ def _library(located: LocatedLibrary, run: PackageRunResult | None) -> PackageLi
     if run is None:
         path = located.path if located.kind is SourceKind.FILE else Path(located.source) / located.member
         return PackageLibrary(located.source, path, located.version or "unknown", 0, None, (), 0.0)
-    return PackageLibrary(
-        source=located.source,
-        library=run.library,
-        ort_version=run.ort_version,
-        api_version=run.api_version,
-        build_info=run.build_info,
-        compiled_providers=run.compiled_providers,
-        provider_setup_s=run.provider_setup_s,
-    )
+    return PackageLibrary.from_run(located.source, run)

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -287,22 +288,9 @@ def run_package_model(
         array = np.asarray(value)
         binding.ElementType.from_numpy(array.dtype)  # refuses dtypes ORT has no tensor type for
         arrays[str(name)] = array
-    if isinstance(library, LocatedLibrary):
-        return _run(
-            library,
-            model,
-            arrays,
-            requested,
-            chain,
-            settings,
-            iterations,
-            warmup,
-            profile,
-            timeout_s,
-            library_dirs,
-            keep_profile_in,
-        )
-    with locate_library(library) as located:
+    # A LocatedLibrary is already open (its caller owns any extracted copy); anything else is located here.
+    opened = nullcontext(library) if isinstance(library, LocatedLibrary) else locate_library(library)
+    with opened as located:
         return _run(
             located,
             model,

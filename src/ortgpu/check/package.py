@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.capi.runner import PackageRunResult
     from ortgpu.model.inspect import ModelInfo
 
-__all__ = ["default_package_ep", "package_session_settings", "run_through_package"]
+__all__ = ["default_gpu_reason", "default_package_ep", "package_session_settings", "run_through_package"]
 
 Progress = Callable[[str, float | None], None]
 
@@ -54,6 +54,13 @@ def default_package_ep() -> tuple[ExecutionProvider, str | None]:
     return ExecutionProvider.CUDA, None
 
 
+def default_gpu_reason(member: str, refusal: str | None = None) -> str:
+    """Why the default EP of a GPU host ended as it did: the library's CUDA EP loaded, or `refusal` is why not."""
+    if refusal is None:
+        return f"CUDA: a driver sees a GPU and {member} enables its CUDA EP"
+    return f"CPU: {member} cannot enable the CUDA EP here: {refusal}"
+
+
 def run_through_package(
     request: CheckRequest, package: Path, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
 ) -> Execution:
@@ -79,7 +86,7 @@ def run_through_package(
         except ProviderLoadError as exc:
             active = ExecutionProvider.CPU
             if trying_default_gpu:
-                ep_reason = f"CPU: {located.member} cannot enable the CUDA EP here: {exc.message}"
+                ep_reason = default_gpu_reason(located.member, exc.message)
                 requested = active
                 # as on the wheel path, which would have picked the CPU EP up front: options given are refused
                 options = effective_provider_options(active, request.config, request.ep_options, request.device_id)
@@ -91,7 +98,7 @@ def run_through_package(
             report(f"building the session on {active.ort_name} through {located.member}", 0.15)
             cold = _run(located, model, feeds, active, options, settings, request.warm_runs, profile=False)
         if trying_default_gpu and active is ExecutionProvider.CUDA:
-            ep_reason = f"CUDA: a driver sees a GPU and {located.member} enables its CUDA EP"
+            ep_reason = default_gpu_reason(located.member)
         report("reading placement from a profiled run", 0.4)
         profiled = _run(located, model, feeds, active, options, settings, 0, profile=True)
         expected: dict[str, Any] = {}
@@ -177,13 +184,5 @@ def _execution(
         placement_note=note,
         ort_version=cold.ort_version,
         cpu_reference=lambda: expected,
-        package=PackageLibrary(
-            source=package,
-            library=cold.library,
-            ort_version=cold.ort_version,
-            api_version=cold.api_version,
-            build_info=cold.build_info,
-            compiled_providers=cold.compiled_providers,
-            provider_setup_s=cold.provider_setup_s,
-        ),
+        package=PackageLibrary.from_run(package, cold),
     )

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ortgpu.check.parity import OutputParity, ParityStatus
 from ortgpu.config import ExecutionProvider
 from ortgpu.placement import PlacementReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ortgpu.capi.runner import PackageRunResult
 
 __all__ = [
     "CheckResult",
@@ -78,6 +82,19 @@ class PackageLibrary:
     build_info: str | None  # the library's build string (git commit, build type), when it has GetBuildInfoString
     compiled_providers: tuple[str, ...]  # EPs compiled into the build: not proof they can load
     provider_setup_s: float  # loading the provider libraries: part of ``Timings.creation_s``
+
+    @classmethod
+    def from_run(cls, source: Path, run: PackageRunResult) -> PackageLibrary:
+        """The library as a child run through it answered (its own version, API, build and providers)."""
+        return cls(
+            source=source,
+            library=run.library,
+            ort_version=run.ort_version,
+            api_version=run.api_version,
+            build_info=run.build_info,
+            compiled_providers=run.compiled_providers,
+            provider_setup_s=run.provider_setup_s,
+        )
 
 
 @dataclass(frozen=True)

@@ -210,10 +210,7 @@ def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> 
                 links[name] = _link_target(source, name, target, relative_to_member=True)
                 continue
             if file_type not in (0, stat.S_IFREG):
-                raise UnsafeArchiveError(
-                    f"{source}: member {info.filename!r} is a device or special file; nothing was extracted",
-                    "the archive is unsafe: get the package from its official source",
-                )
+                raise _special_file(source, info.filename)
             members.append(name)
             if _wanted(name):
                 wanted.append((name, info))
@@ -238,6 +235,14 @@ def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> 
             done += info.file_size
         report("extracted", 1.0)
     return OpenedPackage(source=source, kind=kind, members=tuple(members), files=files, links=links)
+
+
+def _special_file(source: Path, member: str) -> UnsafeArchiveError:
+    """Zip and tar alike refuse a device, FIFO or socket member before extracting anything."""
+    return UnsafeArchiveError(
+        f"{source}: member {member!r} is a device or special file; nothing was extracted",
+        "the archive is unsafe: get the package from its official source",
+    )
 
 
 def _read_zip_member(source: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
@@ -280,10 +285,7 @@ def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
                 links[name] = _link_target(source, name, entry.linkname, relative_to_member=False)
                 continue
             if not entry.isreg():
-                raise UnsafeArchiveError(
-                    f"{source}: member {entry.name!r} is a device or special file; nothing was extracted",
-                    "the archive is unsafe: get the package from its official source",
-                )
+                raise _special_file(source, entry.name)
             members.append(name)
             if _wanted(name):
                 wanted.append((name, entry))

@@ -230,13 +230,12 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
     checks.add(gpu_checks.matrix_check(requirements, ort, dists, cuda_lib))
 
     report("verdict", 1.0)
-    ready, verdict, cause, fix = _verdict(checks, attempt, visible, gpu_usable)
-    return DoctorReport(
-        ready=ready,
-        verdict=verdict,
-        root_cause=cause,
-        fix=fix,
-        checks=tuple(checks.items),
+    return _judged(
+        checks,
+        attempt,
+        visible,
+        gpu_usable,
+        started,
         platform=plat,
         distributions=dists,
         ort=ort,
@@ -248,7 +247,31 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
         visible=visible if driver.present else None,
         kernel_archs=archs,
         requirements=requirements,
+    )
+
+
+def _judged(
+    checks: _Checks,
+    attempt: LoadAttempt | None,
+    visible: VisibleDevices,
+    gpu_usable: bool,
+    started: float,
+    /,
+    **facts: Any,
+) -> DoctorReport:
+    """The report of either platform: its checks and facts, with the verdict drawn from them.
+
+    Positional-only: `visible` here is what the verdict reads; the report's own `visible` is in `facts`.
+    """
+    ready, verdict, cause, fix = _verdict(checks, attempt, visible, gpu_usable)
+    return DoctorReport(
+        ready=ready,
+        verdict=verdict,
+        root_cause=cause,
+        fix=fix,
+        checks=tuple(checks.items),
         duration_s=time.perf_counter() - started,
+        **facts,
     )
 
 
@@ -267,13 +290,12 @@ def _diagnose_windows(probes: Probes, report: Progress, started: float) -> Docto
     report("verdict", 1.0)
     visible = found.visible or map_visible_devices((), None)
     gpu_usable = found.driver.present and bool(visible.devices)
-    ready, verdict, cause, fix = _verdict(checks, found.load_attempt, visible, gpu_usable)
-    return DoctorReport(
-        ready=ready,
-        verdict=verdict,
-        root_cause=cause,
-        fix=fix,
-        checks=tuple(checks.items),
+    return _judged(
+        checks,
+        found.load_attempt,
+        visible,
+        gpu_usable,
+        started,
         platform=found.platform,
         distributions=found.distributions,
         ort=found.ort,
@@ -285,7 +307,6 @@ def _diagnose_windows(probes: Probes, report: Progress, started: float) -> Docto
         visible=found.visible,
         kernel_archs=None,
         requirements=found.requirements,
-        duration_s=time.perf_counter() - started,
         windows=found.report,
     )
 

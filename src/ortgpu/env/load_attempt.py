@@ -19,14 +19,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "CHILD_CUDA_SESSION",
+    "CHILD_IMPORT_ORT",
+    "CHILD_REPORTER",
     "MAPPED_PREFIXES",
+    "ChildRun",
     "LibraryLoad",
     "LoadAttempt",
     "LoadOutcome",
     "attempt_load",
     "provider_libraries",
+    "run_child",
 ]
 
 # Files worth reporting from /proc/self/maps: CUDA user-space, the driver, TensorRT, ORT itself.
@@ -46,30 +52,18 @@ MAPPED_PREFIXES = (
 )
 _MARK = "ORTGPU_STAGE "
 
-_CHILD = r"""
-import ctypes, json, os, sys
-cfg = json.loads(sys.argv[1])
-MARK, PREFIXES = cfg["mark"], tuple(cfg["prefixes"])
-
+# Child-script pieces shared with the Windows (LoadLibraryExW) child in winapi: the stage reporter,
+# the optional `import onnxruntime` (cfg["import_ort"]), and the one-Conv CUDA session run once the
+# libraries loaded. Each script defines MARK and sets `ok` before the session piece.
+CHILD_REPORTER = r"""
 def stage(name, value):
     sys.stdout.write(MARK + json.dumps({"stage": name, "value": value}) + "\n")
     sys.stdout.flush()
+"""
 
-def mapped():
-    out = []
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split(None, 5)
-                path = parts[5].strip() if len(parts) == 6 else ""
-                if path.startswith("/") and os.path.basename(path).startswith(PREFIXES) and path not in out:
-                    out.append(path)
-    except OSError:
-        pass
-    return out
-
+CHILD_IMPORT_ORT = r"""
 ort = None
-if cfg["preload"] or cfg["session"]:
+if cfg["import_ort"]:
     try:
         if cfg["module_parent"]:
             sys.path.insert(0, cfg["module_parent"])
@@ -81,18 +75,9 @@ if cfg["preload"] or cfg["session"]:
     except Exception as exc:  # reported as text: an import failure is a finding, not a crash
         ort = None
         stage("ort", {"file": None, "version": None, "error": type(exc).__name__ + ": " + str(exc)})
+"""
 
-loads, ok = [], True
-for index, path in enumerate(cfg["libraries"]):
-    mode = os.RTLD_NOW | (os.RTLD_GLOBAL if index == 0 else os.RTLD_LOCAL)
-    try:
-        ctypes.CDLL(path, mode=mode)
-        loads.append({"path": path, "ok": True, "error": None})
-    except OSError as exc:
-        loads.append({"path": path, "ok": False, "error": str(exc)})
-        ok = False
-        break
-stage("loads", loads)
+CHILD_CUDA_SESSION = r"""
 if ok and cfg["session"] and ort is not None:
     result = {"providers": [], "error": None, "ran": False}
     try:
@@ -116,8 +101,48 @@ if ok and cfg["session"] and ort is not None:
     except Exception as exc:  # the child reports any failure as text; the parent decides what it means
         result["error"] = type(exc).__name__ + ": " + str(exc)
     stage("session", result)
+"""
+
+_CHILD = (
+    r"""
+import ctypes, json, os, sys
+cfg = json.loads(sys.argv[1])
+MARK, PREFIXES = cfg["mark"], tuple(cfg["prefixes"])
+"""
+    + CHILD_REPORTER
+    + r"""
+def mapped():
+    out = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) == 6 else ""
+                if path.startswith("/") and os.path.basename(path).startswith(PREFIXES) and path not in out:
+                    out.append(path)
+    except OSError:
+        pass
+    return out
+"""
+    + CHILD_IMPORT_ORT
+    + r"""
+loads, ok = [], True
+for index, path in enumerate(cfg["libraries"]):
+    mode = os.RTLD_NOW | (os.RTLD_GLOBAL if index == 0 else os.RTLD_LOCAL)
+    try:
+        ctypes.CDLL(path, mode=mode)
+        loads.append({"path": path, "ok": True, "error": None})
+    except OSError as exc:
+        loads.append({"path": path, "ok": False, "error": str(exc)})
+        ok = False
+        break
+stage("loads", loads)
+"""
+    + CHILD_CUDA_SESSION
+    + r"""
 stage("mapped", mapped())
 """
+)
 
 
 class LoadOutcome(Enum):
@@ -165,6 +190,41 @@ def _stderr_tail(text: str, limit: int = 4000) -> str:
     return text[-limit:].strip()
 
 
+class ChildRun:
+    """What a load child printed: its stage records, stderr, exit status, and whether it ran out of time."""
+
+    def __init__(
+        self, stages: Mapping[str, Any], stderr: str, returncode: int | None, timed_out: bool, duration_s: float
+    ) -> None:
+        self.stages, self.stderr, self.returncode = stages, stderr, returncode
+        self.timed_out, self.duration_s = timed_out, duration_s
+
+
+def run_child(
+    script: str, config: Mapping[str, Any], *, python: str, env: Mapping[str, str], timeout_s: float
+) -> ChildRun:
+    """Run a load child (`python -c script config-json`) and collect the records it tagged with config["mark"].
+
+    A child that runs out of time still reports the stages it reached.
+    """
+    mark = str(config["mark"])
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [python, "-c", script, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=dict(env),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        return ChildRun(_stages(stdout, mark), stderr, None, True, time.perf_counter() - started)
+    return ChildRun(_stages(proc.stdout, mark), proc.stderr, proc.returncode, False, time.perf_counter() - started)
+
+
 def attempt_load(
     libraries: Sequence[Path],
     *,
@@ -185,34 +245,24 @@ def attempt_load(
         "mark": _MARK,
         "prefixes": list(MAPPED_PREFIXES),
         "libraries": [str(p) for p in libraries],
+        "import_ort": preload or session,
         "session": session,
         "module_parent": str(module_parent) if module_parent else None,
         "preload": preload,
         "device_id": device_id,
     }
-    started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [python, "-c", _CHILD, json.dumps(config)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=dict(os.environ if env is None else env),
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        return _result(_stages(stdout), session, preload, None, stderr, time.perf_counter() - started, timed_out=True)
-    return _result(_stages(proc.stdout), session, preload, proc.returncode, proc.stderr, time.perf_counter() - started)
+    child = run_child(_CHILD, config, python=python, env=os.environ if env is None else env, timeout_s=timeout_s)
+    return _result(
+        child.stages, session, preload, child.returncode, child.stderr, child.duration_s, timed_out=child.timed_out
+    )
 
 
-def _stages(stdout: str) -> dict[str, object]:
-    stages: dict[str, object] = {}
+def _stages(stdout: str, mark: str) -> dict[str, Any]:
+    stages: dict[str, Any] = {}
     for line in stdout.splitlines():
-        if line.startswith(_MARK):
+        if line.startswith(mark):
             try:
-                record = json.loads(line[len(_MARK) :])
+                record = json.loads(line[len(mark) :])
             except json.JSONDecodeError:
                 continue
             stages[record["stage"]] = record["value"]
@@ -220,7 +270,7 @@ def _stages(stdout: str) -> dict[str, object]:
 
 
 def _result(
-    stages: Mapping[str, object],
+    stages: Mapping[str, Any],
     session: bool,
     preload: bool,
     returncode: int | None,

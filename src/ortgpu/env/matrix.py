@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
@@ -108,6 +108,16 @@ class OrtBuildRequirements:
     tensorrt_libraries_linux: tuple[str, ...] = ()
     tensorrt_libraries_windows: tuple[str, ...] = ()
     extrapolated: bool = False  # True when the version is newer than every row and this row was assumed
+
+    def describe_row(self, platform_parts: Sequence[str]) -> str:
+        """The row as the doctor's matrix check states it: ORT, CUDA, cuDNN, TensorRT, then `platform_parts`."""
+        parts = [f"ORT {self.ort_version}: CUDA {self.cuda_build or self.cuda_major}"]
+        if self.cudnn_major:
+            parts.append(f"cuDNN {self.cudnn_major}")
+        if self.tensorrt_major:
+            parts.append(f"TensorRT {self.tensorrt_major}")
+        state = "confirmed" if self.confirmed else "unconfirmed row"
+        return ", ".join([*parts, *platform_parts]) + f" ({state})"
 
     @property
     def all_libraries_linux(self) -> tuple[str, ...]:

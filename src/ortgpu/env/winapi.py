@@ -8,12 +8,11 @@ elsewhere. Everything that judges what these calls return lives in the platform-
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ortgpu.env.load_attempt import CHILD_CUDA_SESSION, CHILD_IMPORT_ORT, CHILD_REPORTER, ChildRun, run_child
 
 __all__ = [
     "CHILD_MARK",
@@ -219,16 +218,15 @@ def windows_version() -> str:
 
 # Runs in a fresh python.exe: a failed LoadLibrary leaves nothing behind, a successful one would pollute
 # the doctor's own loaded-module list. It reports JSON records on stdout, one per stage.
-_CHILD = r"""
+_CHILD = (
+    r"""
 import ctypes, json, os, sys
 from ctypes import wintypes as wt
 cfg = json.loads(sys.argv[1])
 MARK, PREFIXES = cfg["mark"], tuple(p.lower() for p in cfg["prefixes"])
-
-def stage(name, value):
-    sys.stdout.write(MARK + json.dumps({"stage": name, "value": value}) + "\n")
-    sys.stdout.flush()
-
+"""
+    + CHILD_REPORTER
+    + r"""
 k32 = ctypes.WinDLL("kernel32", use_last_error=True)
 k32.LoadLibraryExW.argtypes = [wt.LPCWSTR, wt.HANDLE, wt.DWORD]
 k32.LoadLibraryExW.restype = wt.HMODULE
@@ -256,21 +254,9 @@ def modules():
             if os.path.basename(buf.value).lower().startswith(PREFIXES) and buf.value not in out:
                 out.append(buf.value)
     return out
-
-ort = None
-if cfg["import_ort"]:
-    try:
-        if cfg["module_parent"]:
-            sys.path.insert(0, cfg["module_parent"])
-        import onnxruntime as ort
-        ort.set_default_logger_severity(3)
-        if cfg["preload"]:
-            ort.preload_dlls()
-        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None})
-    except Exception as exc:  # an import failure is a finding (DLL load failed ...), not a crash
-        ort = None
-        stage("ort", {"file": None, "version": None, "error": type(exc).__name__ + ": " + str(exc)})
-
+"""
+    + CHILD_IMPORT_ORT
+    + r"""
 loads, ok = [], True
 for path in cfg["libraries"]:
     handle = k32.LoadLibraryExW(path, None, cfg["flags"])
@@ -282,53 +268,12 @@ for path in cfg["libraries"]:
         ok = False
         break
 stage("loads", loads)
-if ok and cfg["session"] and ort is not None:
-    result = {"providers": [], "error": None, "ran": False}
-    try:
-        import numpy as np
-        from onnx import TensorProto, helper, numpy_helper
-        weight = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, dtype=np.float32), "w")
-        graph = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "ortgpu_doctor",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        session = ort.InferenceSession(
-            model.SerializeToString(), options,
-            providers=[("CUDAExecutionProvider", {"device_id": str(cfg["device_id"])}), "CPUExecutionProvider"])
-        result["providers"] = session.get_providers()
-        session.run(None, {"x": np.ones((1, 3, 8, 8), dtype=np.float32)})
-        result["ran"] = True
-    except Exception as exc:  # reported as text; the parent decides what it means
-        result["error"] = type(exc).__name__ + ": " + str(exc)
-    stage("session", result)
+"""
+    + CHILD_CUDA_SESSION
+    + r"""
 stage("mapped", modules())
 """
-
-
-class ChildRun:
-    """What the child printed: its stage records, stderr, exit status, and whether it ran out of time."""
-
-    def __init__(
-        self, stages: Mapping[str, Any], stderr: str, returncode: int | None, timed_out: bool, duration_s: float
-    ) -> None:
-        self.stages, self.stderr, self.returncode = stages, stderr, returncode
-        self.timed_out, self.duration_s = timed_out, duration_s
-
-
-def _stages(stdout: str) -> dict[str, Any]:
-    stages: dict[str, Any] = {}
-    for line in stdout.splitlines():
-        if line.startswith(CHILD_MARK):
-            try:
-                record = json.loads(line[len(CHILD_MARK) :])
-            except json.JSONDecodeError:
-                continue
-            stages[record["stage"]] = record["value"]
-    return stages
+)
 
 
 def run_load_child(
@@ -357,18 +302,4 @@ def run_load_child(
         "preload": preload,
         "device_id": device_id,
     }
-    started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [python, "-c", _CHILD, json.dumps(config)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=dict(env),
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        return ChildRun(_stages(stdout), stderr, None, True, time.perf_counter() - started)
-    return ChildRun(_stages(proc.stdout), proc.stderr, proc.returncode, False, time.perf_counter() - started)
+    return run_child(_CHILD, config, python=python, env=env, timeout_s=timeout_s)

@@ -317,17 +317,12 @@ def matrix_check(
             f"ORT {ort.version or '?'} (CUDA {cuda_lib.cuda_major}) is not in ortgpu's matrix: lazily opened "
             "libraries (cuDNN, cuFFT) are unverified; DT_NEEDED above is exact",
         )
-    parts = [f"ORT {requirements.ort_version}: CUDA {requirements.cuda_build or requirements.cuda_major}"]
-    if requirements.cudnn_major:
-        parts.append(f"cuDNN {requirements.cudnn_major}")
-    if requirements.tensorrt_major:
-        parts.append(f"TensorRT {requirements.tensorrt_major}")
+    parts: list[str] = []
     if requirements.min_driver_linux:
         parts.append(f"driver >= {requirements.min_driver_linux}")
     if requirements.lazy_libraries:
         parts.append("opens lazily " + ", ".join(requirements.lazy_libraries))
-    state = "confirmed" if requirements.confirmed else "unconfirmed row"
-    evidence = ", ".join(parts) + f" ({state})"
+    evidence = requirements.describe_row(parts)
     details = {"sources": list(requirements.sources), "notes": requirements.notes}
     if cuda_lib.cuda_major and requirements.cuda_major and cuda_lib.cuda_major != requirements.cuda_major:
         evidence += f"; but {cuda_lib.path.name} links CUDA {cuda_lib.cuda_major}: the binary wins"
