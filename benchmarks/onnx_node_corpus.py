@@ -51,7 +51,8 @@ def load_cases() -> list[Any]:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
+    # the case's temporary folder is this machine's business, not the result's
+    line = re.sub(r"\S*ortgpu-corpus-[^/\s]*/", "", " ".join(str(text).split()))
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
