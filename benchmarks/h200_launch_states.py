@@ -63,7 +63,7 @@ def main() -> int:
     for _ in range(args.rounds):
         for mode in rounds:
             for name, sess in sessions.items():
-                ns = bare_times(sess, mode, feeds, warmup=20, duration_s=args.duration, device="cuda")
+                ns, _wall = bare_times(sess, mode, feeds, warmup=20, duration_s=args.duration, device="cuda")
                 rounds[mode][name].append(float(np.percentile(ns, 50)) / 1e6)
     doc = {"ort": ort.__version__, "rounds": rounds, "duration_s": args.duration}
     (args.out / "launch-states.json").write_text(json.dumps(doc, indent=1) + "\n")
