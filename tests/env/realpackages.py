@@ -147,14 +147,38 @@ def tar_with(target: Path, members: Sequence[tarfile.TarInfo | tuple[str, bytes]
 
 # --- small PE DLLs written byte by byte ----------------------------------------------------------------------------
 
-PE_MACHINES = {"x64": 0x8664, "arm64": 0xAA64}
+PE_MACHINES = {"x64": 0x8664, "arm64": 0xAA64, "x86": 0x14C}
 
 
-def build_pe(
-    imports: Sequence[str], delay_imports: Sequence[str] = (), machine: str = "x64", linker: tuple[int, int] = (14, 40)
+def _version_resource(rva: int, version: str) -> bytes:
+    """A resource section holding one RT_VERSION entry (VS_VERSIONINFO with a VS_FIXEDFILEINFO)."""
+    parts = [int(p) for p in [*version.split("."), "0", "0", "0"][:4]]
+    ms, ls = (parts[0] << 16) | parts[1], (parts[2] << 16) | parts[3]
+    key = "VS_VERSION_INFO\0".encode("utf-16-le")
+    head = struct.pack("<HHH", 0, 52, 0) + key
+    head += b"\0" * (-len(head) % 4)
+    fixed = struct.pack("<13I", 0xFEEF04BD, 0x00010000, ms, ls, ms, ls, 0x3F, 0, 0x40004, 2, 0, 0, 0)
+    blob = bytearray(head + fixed)
+    struct.pack_into("<H", blob, 0, len(blob))
+    # root dir -> type 16 -> name 1 -> language 0x409 -> data entry -> blob
+    directory = bytearray()
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 16, 0x80000000 | 24)
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 1, 0x80000000 | 48)
+    directory += struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1) + struct.pack("<II", 0x409, 72)
+    directory += struct.pack("<IIII", rva + 88, len(blob), 0, 0)
+    return bytes(directory) + bytes(blob)
+
+
+def build_dll(
+    imports: Sequence[str] = (),
+    *,
+    delay_imports: Sequence[str] = (),
+    machine: str = "x64",
+    version: str | None = None,
+    linker: tuple[int, int] = (14, 40),
 ) -> bytes:
-    """A minimal PE32+ DLL with one section holding its import and delay-import tables."""
-    section_rva, section_offset = 0x1000, 0x200
+    """A minimal PE32+ DLL: its import and delay-import tables, and when `version` is given a VERSIONINFO."""
+    section_rva = 0x1000
     data = bytearray()
     everything = [*imports, *delay_imports]
     names: dict[str, int] = {}
@@ -163,7 +187,7 @@ def build_pe(
         data += dll.encode("ascii") + b"\0"
         data += b"\0" * (-len(data) % 8)
     thunks: dict[str, tuple[int, int]] = {}
-    for dll in everything:  # lookup table and address table: one import by ordinal each
+    for dll in everything:
         thunks[dll] = (section_rva + len(data), section_rva + len(data) + 16)
         data += struct.pack("<QQ", 0x8000000000000001, 0) * 2
     module_handle = section_rva + len(data)
@@ -178,28 +202,43 @@ def build_pe(
         data += struct.pack("<8I", 1, names[dll], module_handle, thunks[dll][1], thunks[dll][0], 0, 0, 0)
     data += b"\0" * 32
     delay_size = section_rva + len(data) - delay_rva
-    raw_size = -(-len(data) // 0x200) * 0x200
-    data += b"\0" * (raw_size - len(data))
-
-    dos = bytearray(0x40)
-    dos[0:2] = b"MZ"
-    struct.pack_into("<I", dos, 0x3C, 0x40)
-    coff = struct.pack("<HHIIIHH", PE_MACHINES[machine], 1, 0, 0, 0, 240, 0x2022)
+    sections = [(b".rdata", bytes(data), section_rva)]
+    rsrc_rva = section_rva + -(-len(data) // 0x1000) * 0x1000
+    if version:
+        sections.append((b".rsrc", _version_resource(rsrc_rva, version), rsrc_rva))
     directories = [(0, 0)] * 16
     directories[1] = (import_rva, import_size)
     if delay_imports:
         directories[13] = (delay_rva, delay_size)
-    optional = struct.pack("<HBBIIIII", 0x20B, linker[0], linker[1], 0, raw_size, 0, 0, section_rva)
+    if version:
+        directories[2] = (rsrc_rva, len(sections[1][1]))
+    offset = 0x400
+    headers, body = b"", b""
+    for name, content, rva in sections:
+        raw = content + b"\0" * (-len(content) % 0x200)
+        headers += struct.pack("<8sIIIIIIHHI", name, len(content), rva, len(raw), offset, 0, 0, 0, 0, 0x40000040)
+        body += raw
+        offset += len(raw)
+    image_size = sections[-1][2] + -(-len(sections[-1][1]) // 0x1000) * 0x1000
+    dos = bytearray(0x40)
+    dos[0:2] = b"MZ"
+    struct.pack_into("<I", dos, 0x3C, 0x40)
+    coff = struct.pack("<HHIIIHH", PE_MACHINES[machine], len(sections), 0, 0, 0, 240, 0x2022)
+    optional = struct.pack("<HBBIIIII", 0x20B, linker[0], linker[1], 0, len(body), 0, 0, section_rva)
     optional += struct.pack("<QII", 0x180000000, 0x1000, 0x200)
     optional += struct.pack("<HHHHHHI", 6, 0, 0, 0, 6, 0, 0)
-    optional += struct.pack("<IIIHH", section_rva + -(-raw_size // 0x1000) * 0x1000, 0x200, 0, 2, 0x160)
+    optional += struct.pack("<IIIHH", image_size, 0x400, 0, 2, 0x160)
     optional += struct.pack("<QQQQII", 0x100000, 0x1000, 0x100000, 0x1000, 0, 16)
     optional += b"".join(struct.pack("<II", rva, size) for rva, size in directories)
-    section = struct.pack(
-        "<8sIIIIIIHHI", b".rdata", raw_size, section_rva, raw_size, section_offset, 0, 0, 0, 0, 0x40000040
-    )
-    head = bytes(dos) + b"PE\0\0" + coff + optional + section
-    return head + b"\0" * (section_offset - len(head)) + bytes(data)
+    head = bytes(dos) + b"PE\0\0" + coff + optional + headers
+    return head + b"\0" * (0x400 - len(head)) + body
+
+
+def build_pe(
+    imports: Sequence[str], delay_imports: Sequence[str] = (), machine: str = "x64", linker: tuple[int, int] = (14, 40)
+) -> bytes:
+    """A minimal PE32+ DLL with its import and delay-import tables (no version resource)."""
+    return build_dll(imports, delay_imports=delay_imports, machine=machine, linker=linker)
 
 
 def build_windows_wheel(
