@@ -1,0 +1,53 @@
+"""The shape of the code, enforced: the room contract holds, mypy finds nothing new, every module says its room."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "ortgpu"
+
+
+def _lint_imports() -> str | None:
+    exe = Path(sys.executable).with_name("lint-imports")
+    return str(exe) if exe.exists() else shutil.which("lint-imports")
+
+
+@pytest.mark.skipif(_lint_imports() is None, reason="import-linter is not installed (pip install -e '.[test]')")
+def test_room_contract_holds() -> None:
+    run = subprocess.run([_lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install -e '.[test]')")
+def test_mypy_finds_no_error_the_baseline_does_not_list() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "mypy_baseline.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_every_module_opens_with_a_docstring_saying_its_room() -> None:
+    missing = [
+        str(path.relative_to(ROOT))
+        for path in sorted(SRC.rglob("*.py"))
+        if not (ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "").strip()
+    ]
+    assert not missing, f"modules without a docstring: {missing}"
+
+
+def test_the_package_says_it_is_typed() -> None:
+    assert (SRC / "py.typed").is_file()
