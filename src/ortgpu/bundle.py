@@ -8,7 +8,7 @@ manifest (every file with size, sha256 and why it is there; what the target syst
 missing and where to get it) and a README with the environment lines and a CMake snippet.
 
 Nothing outside the output folder is written: the bundle is assembled in a temp folder next to it and renamed
-into place. Archives are opened (checked, then extracted) by :mod:`ortgpu.env.archive` in a private temp
+into place. Archives are opened (checked, then extracted) by :mod:`ortgpu.package.archive` in a private temp
 folder that is removed.
 """
 
@@ -31,8 +31,8 @@ from ortgpu.errors import BadInputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.config import ExecutionProvider
-    from ortgpu.env.archive import OpenedPackage
-    from ortgpu.env.package import PackageAnalysis, PackageLibrary
+    from ortgpu.package.analysis import PackageAnalysis, PackageLibrary
+    from ortgpu.package.archive import OpenedPackage
 
 __all__ = [
     "BundleError",
@@ -159,8 +159,8 @@ def installed_wheel_folder() -> Path:
 
 def create_bundle(request: BundleRequest, progress: Progress | None = None) -> BundleResult:
     """Assemble the bundle in a temp folder beside ``request.out``, then rename it into place."""
-    from ortgpu.env.archive import open_package
-    from ortgpu.env.package import analyse_package
+    from ortgpu.package.analysis import analyse_package
+    from ortgpu.package.archive import open_package
 
     report = progress or (lambda message, fraction=None: None)
     out = Path(request.out)
@@ -212,7 +212,7 @@ def _install(staging: Path, root: Path, out: Path, force: bool) -> Path:
 
 
 def _target(analysis: PackageAnalysis, wanted: Target | None) -> Target:
-    from ortgpu.env.package import PackagePlatform
+    from ortgpu.package.analysis import PackagePlatform
 
     own = {PackagePlatform.LINUX_X86_64: Target.LINUX_X64, PackagePlatform.WIN_X64: Target.WIN_X64}.get(
         analysis.platform
@@ -296,7 +296,7 @@ class _Builder:
 
     # -- orchestration -------------------------------------------------------------------------------------------
     def build(self, source: Path) -> tuple[BundleManifest, list[str]]:
-        from ortgpu.env.package import LibraryRole
+        from ortgpu.package.analysis import LibraryRole
 
         libraries = self._ort_libraries()
         for index, (lib, why, kind) in enumerate(libraries):
@@ -352,7 +352,7 @@ class _Builder:
 
     # -- ORT's own libraries ---------------------------------------------------------------------------------------
     def _ort_libraries(self) -> list[tuple[PackageLibrary, str, FileKind]]:
-        from ortgpu.env.package import LibraryRole
+        from ortgpu.package.analysis import LibraryRole
 
         by_role: dict[LibraryRole, list[PackageLibrary]] = {}
         for lib in self.analysis.libraries:
@@ -423,9 +423,9 @@ class _Builder:
 
     def _linux_dependencies(self, libraries: Sequence[PackageLibrary]) -> list[_Dependency]:
         """Resolve the way ld.so would on this machine (plus --libs-from first), cuDNN/NVRTC run-time opens too."""
-        from ortgpu.env.binary import read_elf
-        from ortgpu.env.linux_loader import LibStatus, LoaderEnv, resolve_needs
-        from ortgpu.env.package import NeedKind
+        from ortgpu.binfmt.binary import read_elf
+        from ortgpu.loader.linux import LibStatus, LoaderEnv, resolve_needs
+        from ortgpu.package.analysis import NeedKind
 
         system = LoaderEnv.from_system()
         env = replace(system, ld_library_path=(*[str(d) for d in self.library_dirs], *system.ld_library_path))
@@ -489,8 +489,8 @@ class _Builder:
     def _by_name_dependencies(self, libraries: Sequence[PackageLibrary]) -> list[_Dependency]:
         """Another OS's libraries (or Windows): look each needed name up in --libs-from (and, on Windows, the DLL
         search folders), then what the found files import, transitively."""
-        from ortgpu.env.binary import BinaryFormatError, ElfInfo, read_binary
-        from ortgpu.env.package import NeedKind
+        from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, read_binary
+        from ortgpu.package.analysis import NeedKind
 
         folders = list(self.library_dirs) + (_windows_dll_dirs() if sys.platform == "win32" else [])
         if not folders:
@@ -536,7 +536,7 @@ class _Builder:
 
     def _skip(self, name: str) -> bool:
         """What the target system provides (C/C++ and VC++ runtimes, OS, the driver) and ORT's own files."""
-        from ortgpu.env.package import Component, classify_library
+        from ortgpu.package.analysis import Component, classify_library
 
         component = classify_library(name)
         return component in (
@@ -550,7 +550,7 @@ class _Builder:
 
     @staticmethod
     def _component(name: str) -> str:
-        from ortgpu.env.package import classify_library
+        from ortgpu.package.analysis import classify_library
 
         return classify_library(name).value
 
@@ -580,7 +580,7 @@ class _Builder:
     # -- headers, licences, metadata -----------------------------------------------------------------------------
     def _extras(self) -> None:
         """include/, the licences and onnxruntime.lib of a release archive or folder (not part of the analysis)."""
-        from ortgpu.env.archive import PackageKind
+        from ortgpu.package.archive import PackageKind
 
         members = [m for m in self.opened.members if _EXTRA_MEMBER.match(m)]
         if not any("include/" in m for m in members):
@@ -639,7 +639,7 @@ class _Builder:
 
     # -- what the target system must provide ---------------------------------------------------------------------
     def _system_requirements(self) -> tuple[SystemRequirement, ...]:
-        from ortgpu.env.package import RequirementKind
+        from ortgpu.package.analysis import RequirementKind
 
         out: list[SystemRequirement] = []
         analysis = self.analysis
@@ -714,7 +714,7 @@ def _soname_or_name(path: Path) -> str:
     """The name the loader asks for: an ELF file's SONAME (libcudnn_ops.so.9 for libcudnn_ops.so.9.14.0)."""
     if path.suffix.lower() == ".dll":
         return path.name
-    from ortgpu.env.binary import BinaryFormatError, read_elf
+    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
 
     try:
         return read_elf(path).soname or path.name
@@ -763,7 +763,7 @@ def _extract_members(archive: Path, kind: Any, destinations: Mapping[str, Path])
     import tarfile
     import zipfile
 
-    from ortgpu.env.archive import PackageKind
+    from ortgpu.package.archive import PackageKind
 
     def clean(name: str) -> str:
         return "/".join(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
@@ -802,8 +802,8 @@ def _describe(path: Path, target: str, kind: FileKind, why: str, origin: str) ->
 
 
 def _glibc_floor(folder: Path) -> str | None:
-    from ortgpu.env.binary import BinaryFormatError, read_elf
-    from ortgpu.env.platform_probe import version_tuple
+    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
+    from ortgpu.host.platform_probe import version_tuple
 
     floors = []
     for path in folder.iterdir():
@@ -829,9 +829,9 @@ def _verify(folder: Path, target: Target) -> str | None:
 
     The NVIDIA driver (and libcuda, which comes with it) is the target system's: left out of the verdict here.
     """
-    from ortgpu.env.checks import Status
-    from ortgpu.env.package import diagnose_package
+    from ortgpu.doctor.verdict import Status
     from ortgpu.errors import OrtgpuError
+    from ortgpu.package.analysis import diagnose_package
 
     try:
         report = diagnose_package(folder)

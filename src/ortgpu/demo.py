@@ -64,7 +64,7 @@ class DemoResult:
 
 
 def _doctor_summary(report: Any, seconds: float) -> DoctorSummary:
-    from ortgpu.env.checks import Status
+    from ortgpu.doctor.verdict import Status
 
     order = {Status.FAIL: 0, Status.WARN: 1, Status.OK: 2, Status.INFO: 3, Status.SKIP: 4}
     ranked = sorted(report.checks, key=lambda c: order[c.status])
@@ -111,7 +111,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     from ortgpu.bench.modes import BenchMode
     from ortgpu.bench.runner import BenchRequest, run_bench
     from ortgpu.check import CheckRequest, run_check
-    from ortgpu.env.doctor import diagnose
+    from ortgpu.doctor.machine import diagnose
     from ortgpu.model.zoo import build_demo_model
     from ortgpu.report.html import write_report
     from ortgpu.session import best_available_ep

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ortgpu.env import matrix
-from ortgpu.env.matrix import LibraryFamily, Platform
 from ortgpu.errors import BadInputError
+from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits
+from ortgpu.knowledge.matrix import LibraryFamily, Platform
 
 __all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
 

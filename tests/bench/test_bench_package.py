@@ -18,9 +18,9 @@ from ortgpu.capi import runner as runner_module
 from ortgpu.capi.binding import ProviderLoadError
 from ortgpu.capi.runner import UnsupportedSettingError
 from ortgpu.config import ExecutionProvider
-from ortgpu.env import nvml
-from ortgpu.env.archive import PackageError
 from ortgpu.errors import ExitCode
+from ortgpu.host import nvml
+from ortgpu.package.archive import PackageError
 from ortgpu.results import envelope
 
 

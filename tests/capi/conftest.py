@@ -18,11 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))  # realpackages: wheels and gcc-built libs
-
-import realpackages
-from capi_models import identity_model, mlp_model
+from tests.support import realpackages
+from tests.support.capi_models import identity_model, mlp_model
 
 from ortgpu.capi.library_locator import LocatedLibrary, locate_library
 

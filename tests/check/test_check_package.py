@@ -27,10 +27,10 @@ from ortgpu.check import (
     run_check,
 )
 from ortgpu.config import Config, ExecutionProvider, Fallback
-from ortgpu.env import nvml
-from ortgpu.env.archive import PackageError
 from ortgpu.errors import ExitCode
+from ortgpu.host import nvml
 from ortgpu.model.zoo import MODELS, build_demo_model
+from ortgpu.package.archive import PackageError
 from ortgpu.placement import PlacedNode, PlacementSource, build_report
 from ortgpu.results import envelope
 

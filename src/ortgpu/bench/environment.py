@@ -66,7 +66,7 @@ class Environment:
 
 def nvml_index_for(device_id: int, gpus: tuple[Any, ...]) -> int | None:
     """The NVML index of CUDA device ``device_id`` (NVML ignores CUDA_VISIBLE_DEVICES; CUDA renumbers by it)."""
-    from ortgpu.env.nvml import map_visible_devices
+    from ortgpu.host.nvml import map_visible_devices
 
     visible = map_visible_devices(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER"))
     match = next((d for d in visible.devices if d.device_id == device_id), None)
@@ -135,7 +135,7 @@ def _runtime_versions(paths: dict[str, str]) -> tuple[str | None, str | None]:
 def _machine(ep: str, device_id: int) -> dict[str, Any]:
     """The Environment fields that do not depend on which ONNX Runtime ran: versions, host, GPU, driver."""
     from ortgpu import __version__
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     driver = query_driver()
     gpus = tuple(driver.gpus)

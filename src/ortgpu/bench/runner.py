@@ -493,7 +493,7 @@ def _gpu_memory(ep: ExecutionProvider, device_id: int) -> int | None:
     if not ep.is_gpu:
         return None
     from ortgpu.bench.environment import nvml_index_for
-    from ortgpu.env.nvml import device_memory_used_bytes, query_driver
+    from ortgpu.host.nvml import device_memory_used_bytes, query_driver
 
     index = nvml_index_for(device_id, query_driver().gpus)
     return device_memory_used_bytes(index) if index is not None else None

@@ -44,7 +44,7 @@ def package_session_settings(config: Config) -> dict[str, object]:
 
 def default_package_ep() -> tuple[ExecutionProvider, str | None]:
     """CUDA when a driver sees a GPU (the library then has to prove it can enable it), else CPU and why."""
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     driver = query_driver()
     if not driver.present:

@@ -341,7 +341,7 @@ class _MemoryProbe:
     def start(cls, ep: ExecutionProvider, device: int) -> _MemoryProbe:
         if not ep.is_gpu:
             return cls(None, None, "not measured: the session runs on the CPU EP")
-        from ortgpu.env.nvml import device_memory_used_bytes
+        from ortgpu.host.nvml import device_memory_used_bytes
 
         index, note = _nvml_index(device)
         if index is None:
@@ -357,7 +357,7 @@ class _MemoryProbe:
             return GpuMemory(used_bytes=None, note=note or "not measured: the session runs on the CPU EP")
         if self.nvml_index is None or self.before is None:
             return GpuMemory(used_bytes=None, note=self.note)
-        from ortgpu.env.nvml import device_memory_used_bytes
+        from ortgpu.host.nvml import device_memory_used_bytes
 
         after = device_memory_used_bytes(self.nvml_index)
         if after is None:
@@ -373,7 +373,7 @@ class _MemoryProbe:
 
 def _nvml_index(device_id: int) -> tuple[int | None, str | None]:
     """The NVML index of CUDA device ``device_id`` under CUDA_VISIBLE_DEVICES."""
-    from ortgpu.env.nvml import map_visible_devices, query_driver
+    from ortgpu.host.nvml import map_visible_devices, query_driver
 
     driver = query_driver()
     if not driver.present:
@@ -388,7 +388,7 @@ def _nvml_index(device_id: int) -> tuple[int | None, str | None]:
 
 
 def _compute_capability(device_id: int) -> tuple[int, int] | None:
-    from ortgpu.env.nvml import map_visible_devices, query_driver
+    from ortgpu.host.nvml import map_visible_devices, query_driver
 
     driver = query_driver()
     visible = map_visible_devices(

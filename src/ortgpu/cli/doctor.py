@@ -29,12 +29,12 @@ def command(package: Path | None, as_json: bool) -> int:
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package
-            from ortgpu.env.package import diagnose_package
+            from ortgpu.package.analysis import diagnose_package
 
             package_report = diagnose_package(package, progress=progress)
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
-        from ortgpu.env.doctor import diagnose
+        from ortgpu.doctor.machine import diagnose
 
         report = diagnose(progress=progress)
     emit("doctor", report, as_json, render_doctor)
@@ -46,7 +46,7 @@ def render_doctor(report: Any, console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ortgpu.env.checks import Status
+    from ortgpu.doctor.verdict import Status
 
     colour = "bold green" if report.ready else "bold red"
     console.print(f"[{colour}]{escape(report.verdict)}[/]")

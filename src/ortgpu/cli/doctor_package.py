@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ortgpu.env.checks import Status
-from ortgpu.env.package import Component, NeedKind, PackageReport
+from ortgpu.doctor.verdict import Status
+from ortgpu.package.analysis import Component, NeedKind, PackageReport
 
 __all__ = ["render_package"]
 

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ortgpu.env.matrix import Platform
+from ortgpu.knowledge.matrix import Platform
 
 __all__ = [
     "ALLOWED_GROUPS",

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ortgpu.env.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
+from ortgpu.knowledge.matrix import LibraryFamily, Platform, library_info
 
 __all__ = ["Hit", "PasteFacts", "extract_facts", "find_hits", "normalise"]
 

@@ -40,7 +40,7 @@ def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
     """``ep`` is not even compiled into the onnxruntime that Python imports: name the distribution and the fix."""
     import onnxruntime as ort
 
-    from ortgpu.env.distributions import Flavour, find_distributions
+    from ortgpu.host.distributions import Flavour, find_distributions
 
     available = ", ".join(ort.get_available_providers())
     report = find_distributions()
@@ -98,7 +98,7 @@ def _hint_for(cause: str) -> str:
 
 
 def _driver_cause() -> str | None:
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     driver = query_driver()
     if not driver.present:
@@ -120,7 +120,7 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
         return None
     import onnxruntime as ort
 
-    from ortgpu.env.load_attempt import LoadOutcome, attempt_load, provider_libraries
+    from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
 
     capi = Path(ort.__file__).parent / "capi"
     libraries = provider_libraries(capi, "tensorrt" if ep is ExecutionProvider.TENSORRT else "cuda")
