@@ -89,8 +89,8 @@ def check_manifest(out: Path) -> dict:
 
 def assert_complete_per_package_analysis(out: Path) -> None:
     """What `ortgpu doctor --package DIR` checks: every library found (the driver, libcuda, is the target's)."""
+    from ortgpu.doctor.package import diagnose_package
     from ortgpu.doctor.verdict import Status
-    from ortgpu.package.analysis import diagnose_package
 
     report = diagnose_package(out)
     failed = [

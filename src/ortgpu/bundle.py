@@ -829,9 +829,9 @@ def _verify(folder: Path, target: Target) -> str | None:
 
     The NVIDIA driver (and libcuda, which comes with it) is the target system's: left out of the verdict here.
     """
+    from ortgpu.doctor.package import diagnose_package
     from ortgpu.doctor.verdict import Status
     from ortgpu.errors import OrtgpuError
-    from ortgpu.package.analysis import diagnose_package
 
     try:
         report = diagnose_package(folder)

@@ -18,9 +18,10 @@ from tests.support.winsim import (
     release_folder,
 )
 
+from ortgpu.doctor.package import PackageReport, diagnose_package
 from ortgpu.doctor.verdict import Status
 from ortgpu.errors import ExitCode
-from ortgpu.package.analysis import PackagePlatform, PackageReport, diagnose_package
+from ortgpu.package.analysis import PackagePlatform
 
 
 def check(report: PackageReport, check_id: str):

@@ -29,7 +29,7 @@ def command(package: Path | None, as_json: bool) -> int:
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package
-            from ortgpu.package.analysis import diagnose_package
+            from ortgpu.doctor.package import diagnose_package
 
             package_report = diagnose_package(package, progress=progress)
             emit("doctor.package", package_report, as_json, render_package)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ortgpu.doctor.package import PackageReport
 from ortgpu.doctor.verdict import Status
-from ortgpu.package.analysis import Component, NeedKind, PackageReport
+from ortgpu.package.analysis import Component, NeedKind
 
 __all__ = ["render_package"]
 

@@ -1,8 +1,7 @@
-"""Diagnoses an ORT package (wheel, release archive or folder): what it needs, and whether this machine has it.
+"""What an ORT package (wheel, release archive or folder) is and needs, read statically from its files alone.
 
-Two layers: `analyse_package` reads the package alone (platform-neutral: a Windows package analysed
-on Linux gives the same answer), `diagnose_package` adds, when the package is for this machine's
-platform, the checks of each need against this machine.
+Platform-neutral: a Windows package analysed on Linux gives the same answer. Checking those needs against a
+machine is the doctor's (:mod:`ortgpu.doctor.package`).
 """
 
 from __future__ import annotations
@@ -16,16 +15,11 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortgpu.doctor.verdict import Check, Status
-from ortgpu.errors import ExitCode
-from ortgpu.package.archive import OpenedPackage, PackageError, PackageKind, is_ort_library, open_package
+from ortgpu.package.archive import OpenedPackage, PackageError, PackageKind, is_ort_library
 
 if TYPE_CHECKING:
     from ortgpu.binfmt.binary import ElfInfo, PeInfo
-    from ortgpu.host.nvml import DriverInfo
-    from ortgpu.host.windows import WindowsHost
     from ortgpu.knowledge.matrix import OrtBuildRequirements
-    from ortgpu.loader.linux import LoaderEnv
 
 __all__ = [
     "Component",
@@ -36,12 +30,11 @@ __all__ = [
     "PackageAnalysis",
     "PackageLibrary",
     "PackagePlatform",
-    "PackageReport",
     "Requirement",
     "RequirementKind",
     "analyse_package",
+    "analyse_with_binaries",
     "classify_library",
-    "diagnose_package",
     "host_platform",
 ]
 
@@ -187,83 +180,7 @@ class PackageAnalysis:
         return next((lib for lib in self.libraries if lib.role is role), None)
 
 
-@dataclass(frozen=True)
-class PackageReport:
-    analysis: PackageAnalysis
-    host: str  # this machine: "linux x86_64"
-    checks: tuple[Check, ...]
-    ready: bool | None  # None: the package is for another platform, analysed statically only
-    verdict: str
-    root_cause: str | None = None
-    fix: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return int(ExitCode.ENVIRONMENT if self.ready is False else ExitCode.OK)
-
-
 # --- public entry points ------------------------------------------------------------------------------------------
-
-
-def diagnose_package(
-    path: str | Path,
-    progress: Progress | None = None,
-    *,
-    loader_env: LoaderEnv | None = None,
-    driver: DriverInfo | None = None,
-    host: PackagePlatform | None = None,
-    windows: WindowsHost | None = None,
-) -> PackageReport:
-    """Analyse an ORT wheel, release archive or folder; check its needs on this machine when it is for it.
-
-    `loader_env`, `driver`, `host` and `windows` (a WindowsHost) replace what is read from this machine
-    (tests simulate others with them). A Windows package is resolved against a Windows host: this one
-    when ortgpu runs on Windows, or the given `windows` host.
-    """
-    import sys
-
-    report = progress or (lambda message, fraction=None: None)
-    with open_package(path, report) as opened:
-        analysis, binaries = _analyse(opened, report)
-        if host is None and windows is not None:
-            host = {"x64": PackagePlatform.WIN_X64, "arm64": PackagePlatform.WIN_ARM64}.get(windows.machines()[0])
-        host = host or host_platform()
-        static = _static_checks(analysis)
-        if host is not None and host.is_windows and analysis.platform.is_windows:
-            if windows is None and sys.platform == "win32":
-                from ortgpu.host.windows import RealWindowsHost
-
-                windows = RealWindowsHost()
-            if windows is None:
-                skip = Check(
-                    id="host.match",
-                    title="This machine",
-                    status=Status.SKIP,
-                    evidence="a Windows host was named but ortgpu runs elsewhere: no Windows machine to resolve the "
-                    "DLL imports against; the needs above are what must be on PATH or next to the provider DLLs",
-                )
-                return _report(analysis, host.value, (*static, skip), ready=None)
-            from ortgpu.doctor.checks.windows import windows_package_checks
-
-            report("resolving the DLLs against this Windows machine", None)
-            host_checks = windows_package_checks(analysis, opened, windows, driver=driver)
-        elif host is not analysis.platform:
-            here = host.value if host else _host_description()
-            skip = Check(
-                id="host.match",
-                title="This machine",
-                status=Status.SKIP,
-                evidence=f"the package is for {analysis.platform.value}, this machine is {here}: analysed statically",
-            )
-            return _report(analysis, here, (*static, skip), ready=None)
-        else:
-            from ortgpu.doctor.package_host import linux_host_checks
-
-            report("checking this machine", None)
-            bundled = {posixpath.basename(m) for m in (*opened.members, *opened.links)}
-            host_checks = linux_host_checks(analysis, binaries, bundled, env=loader_env, driver=driver)
-    ready = not any(c.status is Status.FAIL for c in host_checks)
-    return _report(analysis, host.value, (*static, *host_checks), ready=ready)
 
 
 def analyse_package(
@@ -274,7 +191,7 @@ def analyse_package(
     `metadata` (distribution name, version) stands in for a wheel's METADATA when the package carries none:
     an installed onnxruntime folder, whose dist-info lies beside it.
     """
-    analysis, _ = _analyse(opened, progress or (lambda message, fraction=None: None), metadata)
+    analysis, _ = analyse_with_binaries(opened, progress or (lambda message, fraction=None: None), metadata)
     return analysis
 
 
@@ -293,12 +210,6 @@ def host_platform(system: str | None = None, machine: str | None = None) -> Pack
             "arm64": PackagePlatform.WIN_ARM64,
         }.get(arch)
     return None
-
-
-def _host_description() -> str:
-    import platform
-
-    return f"{platform.system().lower()} {platform.machine()}"
 
 
 # --- library classification ---------------------------------------------------------------------------------------
@@ -378,7 +289,7 @@ def _role(name: str) -> tuple[LibraryRole, str | None]:
 # --- static analysis ----------------------------------------------------------------------------------------------
 
 
-def _analyse(
+def analyse_with_binaries(
     opened: OpenedPackage, report: Progress, metadata: tuple[str, str] | None = None
 ) -> tuple[PackageAnalysis, dict[str, ElfInfo | PeInfo]]:
     from ortgpu.binfmt.binary import BinaryFormatError, read_binary
@@ -813,142 +724,3 @@ def _python_requirement(tags: tuple[str, ...]) -> Requirement | None:
     if not pythons:
         return None
     return Requirement(RequirementKind.PYTHON, ", ".join(pythons), f"wheel tags {', '.join(tags)}")
-
-
-# --- checks -------------------------------------------------------------------------------------------------------
-
-
-def _static_checks(analysis: PackageAnalysis) -> list[Check]:
-    checks = [
-        Check(
-            id="package.version",
-            title="Version",
-            status=Status.INFO,
-            evidence=f"{analysis.label}"
-            + (f" ({'; '.join(analysis.version_evidence)})" if analysis.version_evidence else "")
-            + (f", commit {analysis.git_commit}" if analysis.git_commit else ""),
-            details={"version": analysis.version, "distribution": analysis.distribution, "commit": analysis.git_commit},
-        ),
-        Check(
-            id="package.platform",
-            title="Platform",
-            status=Status.INFO,
-            evidence=f"{analysis.platform.value} ({analysis.platform_evidence})",
-        ),
-        Check(
-            id="package.flavour",
-            title="Flavour",
-            status=Status.INFO,
-            evidence=f"{analysis.flavour.value}; providers: {', '.join(analysis.providers) or 'none (CPU EP only)'}",
-        ),
-    ]
-    for note in analysis.notes:
-        checks.append(
-            Check(
-                id="package.note",
-                title="Package",
-                status=Status.WARN,
-                evidence=note,
-                cause=note,
-                fix="re-download the package from its official source; mixed files give unreliable results",
-            )
-        )
-    for req in analysis.requirements:
-        tag = " (from the version matrix)" if req.from_matrix else ""
-        checks.append(
-            Check(
-                id=f"package.requires.{req.kind.name.lower()}",
-                title=f"Needs {req.kind.value}",
-                status=Status.INFO,
-                evidence=f"{req.value}{tag}: {req.evidence}",
-                details={"value": req.value, "from_matrix": req.from_matrix, "optional": req.optional},
-            )
-        )
-    for lib in analysis.libraries:
-        shown = [n for n in lib.needs if n.component not in (Component.C_RUNTIME, Component.OS)]
-        text = ", ".join(_need_text(n) for n in shown) or "only OS and C/C++ runtime libraries"
-        checks.append(
-            Check(
-                id=f"package.library.{lib.name}",
-                title=f"{lib.role.value}: {lib.name}",
-                status=Status.INFO,
-                evidence=f"needs {text}",
-                details={"member": lib.member, "needs": [n.name for n in lib.needs]},
-            )
-        )
-    return checks
-
-
-def _need_text(need: Need) -> str:
-    if need.kind in (NeedKind.LAZY, NeedKind.INDIRECT):
-        return f"{need.name} ({need.kind.value})"
-    if need.kind is NeedKind.DELAY_LOAD:
-        return f"{need.name} (delay-load)"
-    return need.name
-
-
-# --- verdict ------------------------------------------------------------------------------------------------------
-
-
-# The root cause shown first: the one whose fix unblocks the most.
-_CAUSE_ORDER = [
-    "host.platform",
-    "host.glibc",
-    "host.driver",
-    "host.vcruntime",
-    "host.ort_cuda_unavailable",
-    Component.CUDA_DRIVER,
-    Component.CUDA_RUNTIME,
-    Component.CUBLAS,
-    Component.CUDNN,
-    Component.CUFFT,
-    Component.CURAND,
-    Component.NVRTC,
-    Component.C_RUNTIME,
-    Component.OS,
-    Component.OTHER,
-    Component.ORT,
-    Component.TENSORRT,
-    "host.python",
-]
-
-
-def _summary(analysis: PackageAnalysis) -> str:
-    parts = []
-    for req in analysis.requirements:
-        if req.kind in (RequirementKind.PYTHON, RequirementKind.DRIVER):
-            continue
-        text = f"{req.kind.value} {req.value}"
-        if req.optional:
-            text += " (TensorRT EP)"
-        parts.append(text)
-    return ", ".join(parts) or "no GPU libraries"
-
-
-def _report(analysis: PackageAnalysis, host: str, checks: tuple[Check, ...], ready: bool | None) -> PackageReport:
-    what = f"{analysis.label} ({analysis.platform.value}, {analysis.flavour.value})"
-    if ready is None:
-        verdict = f"{what} needs {_summary(analysis)}; analysed statically, not checked on this machine ({host})"
-        return PackageReport(analysis, host, checks, None, verdict)
-    failed = [c for c in checks if c.status is Status.FAIL]
-    target = "its CUDA EP" if analysis.flavour is Flavour.GPU else "its libraries"
-    if not failed:
-        verdict = f"ready: {what} can load {target} on this machine ({_summary(analysis)})"
-        if analysis.flavour is not Flavour.GPU:
-            verdict += "; it has no CUDA provider"
-        return PackageReport(analysis, host, checks, True, verdict)
-    root = min(failed, key=_cause_rank)
-    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-    problem = root.details.get("problem") or root.evidence
-    verdict = f"not ready: {problem}; {analysis.label} cannot load {target} here{more}"
-    return PackageReport(analysis, host, checks, False, verdict, root_cause=root.cause, fix=root.fix)
-
-
-def _cause_rank(check: Check) -> int:
-    if check.id in _CAUSE_ORDER:
-        return _CAUSE_ORDER.index(check.id)
-    component = check.details.get("component")
-    for index, key in enumerate(_CAUSE_ORDER):
-        if isinstance(key, Component) and key.value == component:
-            return index
-    return len(_CAUSE_ORDER)

@@ -22,6 +22,7 @@ from tests.support.realpackages import (
 
 from ortgpu.binfmt.binary import read_elf
 from ortgpu.cli.main import main
+from ortgpu.doctor.package import PackageReport, diagnose_package
 from ortgpu.doctor.verdict import Status
 from ortgpu.errors import ExitCode
 from ortgpu.host.nvml import DriverInfo
@@ -32,10 +33,8 @@ from ortgpu.package.analysis import (
     LibraryRole,
     NeedKind,
     PackagePlatform,
-    PackageReport,
     RequirementKind,
     classify_library,
-    diagnose_package,
     host_platform,
 )
 from ortgpu.package.archive import PackageError, PackageKind
