@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
 
 __all__ = ["Environment", "GpuSummary", "collect_environment", "collect_package_environment", "nvml_index_for"]
 

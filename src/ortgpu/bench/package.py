@@ -38,7 +38,7 @@ from ortgpu.bench.stats import MIN_RUNS, compute_stats
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.capi.library_locator import LocatedLibrary
     from ortgpu.capi.runner import PackageRunResult
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
     from ortgpu.config import Config, ExecutionProvider
     from ortgpu.model.inspect import ModelInfo
 
@@ -269,7 +269,7 @@ def _settled(warm_ns: Sequence[int], typical_s: float | None) -> bool:
 def _library(located: LocatedLibrary, run: PackageRunResult | None) -> PackageLibrary:
     """The library as check --package records it; from its file name when no child ever answered."""
     from ortgpu.capi.library_locator import SourceKind
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
 
     if run is None:
         path = located.path if located.kind is SourceKind.FILE else Path(located.source) / located.member

@@ -17,7 +17,7 @@ from ortgpu.bench.stats import LatencyStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.environment import Environment
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
     from ortgpu.config import ExecutionProvider
 
 __all__ = [
@@ -247,7 +247,7 @@ class BenchResult:
 def _namespace() -> dict[str, Any]:
     # Names the string annotations refer to; imported here so loading this module stays light.
     from ortgpu.bench import environment
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
     from ortgpu.config import ExecutionProvider
 
     names = {name: getattr(environment, name) for name in environment.__all__}

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ortgpu.bench.environment import Environment
-    from ortgpu.check.result import PackageLibrary
+    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
     from ortgpu.config import Config, ExecutionProvider
     from ortgpu.model.inputs import InputSpec
     from ortgpu.model.inspect import ModelInfo

@@ -6,7 +6,7 @@ import ast
 import operator
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ __all__ = [
     "InputSpec",
     "ResolvedInputs",
     "make_inputs",
+    "merge_input_spec",
     "parse_dim",
     "parse_range",
     "parse_shape",
@@ -503,3 +504,23 @@ def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
             feeds[info.name] = _generate(info, shapes[info.name], spec, model.index_bounds, notes)
             sources[info.name] = "generated"
     return ResolvedInputs(feeds=feeds, shapes=shapes, notes=tuple(notes), batch=batch, sources=sources)
+
+
+def merge_input_spec(
+    base: InputSpec,
+    *,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    npz: Path | None = None,
+    seed: int | None = None,
+) -> InputSpec:
+    """The config's [inputs] with command-line values laid over it, name by name (check and bench alike)."""
+    return replace(
+        base,
+        shapes={**base.shapes, **(shapes or {})},
+        dims={**base.dims, **(dims or {})},
+        ranges={**base.ranges, **(ranges or {})},
+        npz=npz if npz is not None else base.npz,
+        seed=seed if seed is not None else base.seed,
+    )
