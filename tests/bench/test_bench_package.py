@@ -21,6 +21,7 @@ from ortgpu.config import ExecutionProvider
 from ortgpu.errors import ExitCode
 from ortgpu.host import nvml
 from ortgpu.package.archive import PackageError
+from ortgpu.report.html import write_report
 from ortgpu.results import envelope
 
 
@@ -228,6 +229,7 @@ def test_save_baseline_and_report_work_on_a_package_result(
         **QUICK,
     )
     result = run_bench(request)
+    write_report(result, result.report_to)  # the caller renders the report (the CLI does it for --report)
     loaded = load_result(saved)
     assert loaded.package == result.package and loaded.cases == result.cases
     assert envelope("bench", result)["result"]["package"]["library"] == str(wheel_library)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ortgpu.bench import runner as runner_module
+from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode, ModeRefusedError, RunMode
 from ortgpu.bench.result import BenchCase, CaseStatus, HintKind
 from ortgpu.bench.runner import (
@@ -230,11 +230,11 @@ def test_hints_name_the_bottleneck(demo_model: Path) -> None:
         _gpu_case("iobinding", 1, 0.5),
         _gpu_case("cudagraph", 1, 0.2),
     ]
-    hints = runner_module._hints(cases, model, ExecutionProvider.CUDA, False, "asked", False)
+    hints = bench_hints(cases, model, ExecutionProvider.CUDA, False, "asked", False)
     kinds = {h.kind for h in hints}
     assert {HintKind.COPY_BOUND, HintKind.LAUNCH_BOUND, HintKind.GPU_SLOWER_THAN_CPU} <= kinds
     assert HintKind.UNSTABLE not in kinds
-    steady = runner_module._hints(
+    steady = bench_hints(
         [_gpu_case("iobinding", 1, 0.5), _gpu_case("cudagraph", 1, 0.49)],
         model,
         ExecutionProvider.CUDA,

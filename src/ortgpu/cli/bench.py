@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.report.html import write_report
 
 __all__ = ["command", "render"]
 
@@ -149,6 +150,8 @@ def command(
     )
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
+    if result.report_to is not None:
+        write_report(result, result.report_to)
     emit("bench", result, as_json, render)
     if result.interrupted:
         return 130
