@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.session import load as _load
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "load"]
@@ -17,6 +19,5 @@ def load(model: Any, config: Any = None, **overrides: Any) -> VerifiedSession:
 
     Imported lazily so ``import ortgpu`` stays free of onnxruntime, onnx and numpy.
     """
-    from ortgpu.session import load as _load
 
     return _load(model, config=config, **overrides)

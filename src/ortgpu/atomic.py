@@ -8,12 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from ortgpu.errors import BadInputError
+
 __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text"]
 
 
 def atomic_write(path: str | os.PathLike[str], writer: Callable[[BinaryIO], None]) -> Path:
     """Call ``writer`` with a binary file object; the result replaces ``path`` only when it succeeds."""
-    from ortgpu.errors import BadInputError
 
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")

@@ -25,14 +25,28 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ortgpu.errors import BadInputError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.config import ExecutionProvider
-    from ortgpu.package.analysis import PackageAnalysis, PackageLibrary
-    from ortgpu.package.archive import OpenedPackage
+from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, read_binary, read_elf
+from ortgpu.config import ExecutionProvider
+from ortgpu.doctor.package import diagnose_package
+from ortgpu.doctor.verdict import Status
+from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.host.platform_probe import version_tuple
+from ortgpu.loader.linux import LibStatus, LoaderEnv, resolve_needs
+from ortgpu.package.analysis import (
+    Component,
+    LibraryRole,
+    NeedKind,
+    PackageAnalysis,
+    PackageLibrary,
+    PackagePlatform,
+    RequirementKind,
+    analyse_package,
+    classify_library,
+)
+from ortgpu.package.archive import OpenedPackage, PackageKind, open_package
+from ortgpu.results import envelope
 
 __all__ = [
     "BundleError",
@@ -159,8 +173,6 @@ def installed_wheel_folder() -> Path:
 
 def create_bundle(request: BundleRequest, progress: Progress | None = None) -> BundleResult:
     """Assemble the bundle in a temp folder beside ``request.out``, then rename it into place."""
-    from ortgpu.package.analysis import analyse_package
-    from ortgpu.package.archive import open_package
 
     report = progress or (lambda message, fraction=None: None)
     out = Path(request.out)
@@ -212,8 +224,6 @@ def _install(staging: Path, root: Path, out: Path, force: bool) -> Path:
 
 
 def _target(analysis: PackageAnalysis, wanted: Target | None) -> Target:
-    from ortgpu.package.analysis import PackagePlatform
-
     own = {PackagePlatform.LINUX_X86_64: Target.LINUX_X64, PackagePlatform.WIN_X64: Target.WIN_X64}.get(
         analysis.platform
     )
@@ -231,8 +241,6 @@ def _target(analysis: PackageAnalysis, wanted: Target | None) -> Target:
 
 
 def _providers(analysis: PackageAnalysis, wanted: Sequence[ExecutionProvider] | None) -> tuple[str, ...]:
-    from ortgpu.config import ExecutionProvider
-
     have = [p for p in ("cuda", "tensorrt") if p in analysis.providers]
     if wanted is None:
         return tuple(have)
@@ -296,8 +304,6 @@ class _Builder:
 
     # -- orchestration -------------------------------------------------------------------------------------------
     def build(self, source: Path) -> tuple[BundleManifest, list[str]]:
-        from ortgpu.package.analysis import LibraryRole
-
         libraries = self._ort_libraries()
         for index, (lib, why, kind) in enumerate(libraries):
             self.report(f"copying {lib.name}", index / max(len(libraries), 1) * 0.3)
@@ -352,8 +358,6 @@ class _Builder:
 
     # -- ORT's own libraries ---------------------------------------------------------------------------------------
     def _ort_libraries(self) -> list[tuple[PackageLibrary, str, FileKind]]:
-        from ortgpu.package.analysis import LibraryRole
-
         by_role: dict[LibraryRole, list[PackageLibrary]] = {}
         for lib in self.analysis.libraries:
             by_role.setdefault(lib.role, []).append(lib)
@@ -423,9 +427,6 @@ class _Builder:
 
     def _linux_dependencies(self, libraries: Sequence[PackageLibrary]) -> list[_Dependency]:
         """Resolve the way ld.so would on this machine (plus --libs-from first), cuDNN/NVRTC run-time opens too."""
-        from ortgpu.binfmt.binary import read_elf
-        from ortgpu.loader.linux import LibStatus, LoaderEnv, resolve_needs
-        from ortgpu.package.analysis import NeedKind
 
         system = LoaderEnv.from_system()
         env = replace(system, ld_library_path=(*[str(d) for d in self.library_dirs], *system.ld_library_path))
@@ -489,8 +490,6 @@ class _Builder:
     def _by_name_dependencies(self, libraries: Sequence[PackageLibrary]) -> list[_Dependency]:
         """Another OS's libraries (or Windows): look each needed name up in --libs-from (and, on Windows, the DLL
         search folders), then what the found files import, transitively."""
-        from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, read_binary
-        from ortgpu.package.analysis import NeedKind
 
         folders = list(self.library_dirs) + (_windows_dll_dirs() if sys.platform == "win32" else [])
         if not folders:
@@ -536,7 +535,6 @@ class _Builder:
 
     def _skip(self, name: str) -> bool:
         """What the target system provides (C/C++ and VC++ runtimes, OS, the driver) and ORT's own files."""
-        from ortgpu.package.analysis import Component, classify_library
 
         component = classify_library(name)
         return component in (
@@ -550,8 +548,6 @@ class _Builder:
 
     @staticmethod
     def _component(name: str) -> str:
-        from ortgpu.package.analysis import classify_library
-
         return classify_library(name).value
 
     def _get_it(self, dep: _Dependency) -> str:
@@ -580,7 +576,6 @@ class _Builder:
     # -- headers, licences, metadata -----------------------------------------------------------------------------
     def _extras(self) -> None:
         """include/, the licences and onnxruntime.lib of a release archive or folder (not part of the analysis)."""
-        from ortgpu.package.archive import PackageKind
 
         members = [m for m in self.opened.members if _EXTRA_MEMBER.match(m)]
         if not any("include/" in m for m in members):
@@ -639,8 +634,6 @@ class _Builder:
 
     # -- what the target system must provide ---------------------------------------------------------------------
     def _system_requirements(self) -> tuple[SystemRequirement, ...]:
-        from ortgpu.package.analysis import RequirementKind
-
         out: list[SystemRequirement] = []
         analysis = self.analysis
         if self.providers:
@@ -714,7 +707,6 @@ def _soname_or_name(path: Path) -> str:
     """The name the loader asks for: an ELF file's SONAME (libcudnn_ops.so.9 for libcudnn_ops.so.9.14.0)."""
     if path.suffix.lower() == ".dll":
         return path.name
-    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
 
     try:
         return read_elf(path).soname or path.name
@@ -763,8 +755,6 @@ def _extract_members(archive: Path, kind: Any, destinations: Mapping[str, Path])
     import tarfile
     import zipfile
 
-    from ortgpu.package.archive import PackageKind
-
     def clean(name: str) -> str:
         return "/".join(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
 
@@ -802,9 +792,6 @@ def _describe(path: Path, target: str, kind: FileKind, why: str, origin: str) ->
 
 
 def _glibc_floor(folder: Path) -> str | None:
-    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
-    from ortgpu.host.platform_probe import version_tuple
-
     floors = []
     for path in folder.iterdir():
         if path.is_symlink() or not path.is_file():
@@ -829,9 +816,6 @@ def _verify(folder: Path, target: Target) -> str | None:
 
     The NVIDIA driver (and libcuda, which comes with it) is the target system's: left out of the verdict here.
     """
-    from ortgpu.doctor.package import diagnose_package
-    from ortgpu.doctor.verdict import Status
-    from ortgpu.errors import OrtgpuError
 
     try:
         report = diagnose_package(folder)
@@ -855,8 +839,6 @@ def _verify(folder: Path, target: Target) -> str | None:
 
 def _write_docs(root: Path, manifest: BundleManifest, folder_name: str) -> None:
     import json
-
-    from ortgpu.results import envelope
 
     (root / "manifest.json").write_text(json.dumps(envelope("bundle-manifest", manifest), indent=2) + "\n", "utf-8")
     (root / "README-bundle.md").write_text(readme_text(manifest, folder_name), encoding="utf-8")
@@ -948,7 +930,6 @@ def _human(size: int) -> str:
 
 def providers_from_text(text: str) -> tuple[ExecutionProvider, ...]:
     """`--providers cuda,tensorrt` -> ExecutionProviders ("cpu" or "none" alone: no provider)."""
-    from ortgpu.config import ExecutionProvider
 
     out: list[ExecutionProvider] = []
     for part in (p.strip().lower() for p in text.split(",")):

@@ -9,12 +9,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ortgpu.errors import BadInputError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.model.inputs import InputSpec
+from ortgpu.model.inputs import InputSpec
 
 __all__ = [
     "CUDA_OPTIONS",
@@ -702,8 +700,6 @@ def validate_ep_options(ep: ExecutionProvider, options: Mapping[str, Any], where
 
 
 def _default_input_spec() -> InputSpec:
-    from ortgpu.model.inputs import InputSpec
-
     return InputSpec()
 
 
@@ -799,8 +795,6 @@ def _section_ep(name: str, where: str) -> ExecutionProvider:
 
 
 def _input_spec(values: Mapping[str, Any], folder: Path) -> InputSpec:
-    from ortgpu.model.inputs import InputSpec
-
     npz = values.get("npz")
     return InputSpec(
         shapes=values.get("shapes", {}),

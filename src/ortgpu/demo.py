@@ -7,14 +7,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.bench.modes import BenchMode
+from ortgpu.bench.result import BenchResult
+from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.check import CheckRequest, run_check
+from ortgpu.check.result import CheckResult
+from ortgpu.config import ExecutionProvider
+from ortgpu.doctor.machine import diagnose
+from ortgpu.doctor.verdict import Status
 from ortgpu.errors import BadInputError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.bench.result import BenchResult
-    from ortgpu.check.result import CheckResult
-    from ortgpu.config import ExecutionProvider
+from ortgpu.model.zoo import build_demo_model
+from ortgpu.report.html import escape, write_report
+from ortgpu.session import best_available_ep
 
 __all__ = ["DEMO_REPORT_NAME", "DemoResult", "DoctorSummary", "run_demo"]
 
@@ -64,8 +70,6 @@ class DemoResult:
 
 
 def _doctor_summary(report: Any, seconds: float) -> DoctorSummary:
-    from ortgpu.doctor.verdict import Status
-
     order = {Status.FAIL: 0, Status.WARN: 1, Status.OK: 2, Status.INFO: 3, Status.SKIP: 4}
     ranked = sorted(report.checks, key=lambda c: order[c.status])
     facts = tuple(f"{c.status.symbol} {c.title}: {c.evidence}" for c in ranked[:_FACTS])
@@ -73,8 +77,6 @@ def _doctor_summary(report: Any, seconds: float) -> DoctorSummary:
 
 
 def _sections(result_doctor: DoctorSummary, ep: ExecutionProvider, ep_reason: str, check: Any) -> list[tuple[str, str]]:
-    from ortgpu.report.html import escape
-
     facts = "".join(f"<li>{escape(f)}</li>" for f in result_doctor.facts)
     cause = (
         f"<p><b>cause</b>: {escape(result_doctor.root_cause)}<br><b>fix</b>: {escape(result_doctor.fix)}</p>"
@@ -108,13 +110,6 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     the doctor, then ``check`` and ``bench`` on the best available EP, and writes ``ortgpu-demo-report.html``
     into ``out_dir`` (default: the current folder). Never prints.
     """
-    from ortgpu.bench.modes import BenchMode
-    from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.check import CheckRequest, run_check
-    from ortgpu.doctor.machine import diagnose
-    from ortgpu.model.zoo import build_demo_model
-    from ortgpu.report.html import write_report
-    from ortgpu.session import best_available_ep
 
     tell = progress or (lambda message, fraction=None: None)
     folder = Path(out_dir) if out_dir is not None else Path.cwd()

@@ -9,6 +9,9 @@ import math
 from pathlib import Path, PurePath
 from typing import Any
 
+from ortgpu import __version__
+from ortgpu.errors import BadInputError
+
 __all__ = ["SCHEMA_VERSION", "envelope", "read_envelope", "to_jsonable"]
 
 SCHEMA_VERSION = 1
@@ -38,7 +41,6 @@ def to_jsonable(obj: Any) -> Any:
 
 def envelope(command: str, result: Any) -> dict[str, Any]:
     """The versioned JSON document every ``--json`` output and saved file uses."""
-    from ortgpu import __version__
 
     return {
         "schema": f"ortgpu.{command}/v{SCHEMA_VERSION}",
@@ -49,7 +51,6 @@ def envelope(command: str, result: Any) -> dict[str, Any]:
 
 def read_envelope(path: Path, command: str) -> dict[str, Any]:
     """Read a document written by :func:`envelope`; raise BadInputError when it is not ours."""
-    from ortgpu.errors import BadInputError
 
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ortgpu.atomic import atomic_write_text
 from ortgpu.bench.result import (
     BaselineComparison,
     BenchCase,
@@ -15,6 +16,7 @@ from ortgpu.bench.result import (
     from_jsonable,
 )
 from ortgpu.errors import BadInputError
+from ortgpu.results import envelope, read_envelope
 
 __all__ = [
     "COMMAND",
@@ -35,15 +37,12 @@ class BaselineError(BadInputError):
 
 def save_result(result: BenchResult, path: Path) -> Path:
     """Write ``result`` as a versioned JSON envelope; atomic, so an old file survives a failed write."""
-    from ortgpu.atomic import atomic_write_text
-    from ortgpu.results import envelope
 
     return atomic_write_text(path, json.dumps(envelope(COMMAND, result), indent=1) + "\n")
 
 
 def load_result(path: Path) -> BenchResult:
     """Read a file written by ``ortgpu bench --save`` back into a BenchResult; BaselineError when it is not one."""
-    from ortgpu.results import read_envelope
 
     path = Path(path)
     try:

@@ -10,15 +10,14 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.bench import environment
+from ortgpu.bench.environment import Environment
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.stats import LatencyStats
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.bench.environment import Environment
-    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
-    from ortgpu.config import ExecutionProvider
+from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.config import ExecutionProvider
 
 __all__ = [
     "BaselineComparison",
@@ -230,7 +229,7 @@ class BenchResult:
     comparison: BaselineComparison | None = None
     saved_to: Path | None = None
     report_to: Path | None = None
-    package: PackageLibrary | None = None
+    package: CApiLibrary | None = None
 
     @property
     def failed_cases(self) -> tuple[BenchCase, ...]:
@@ -245,15 +244,10 @@ class BenchResult:
 
 
 def _namespace() -> dict[str, Any]:
-    # Names the string annotations refer to; imported here so loading this module stays light.
-    from ortgpu.bench import environment
-    from ortgpu.capi.package_run import CApiLibrary as PackageLibrary
-    from ortgpu.config import ExecutionProvider
-
+    # Names the string annotations refer to.
     names = {name: getattr(environment, name) for name in environment.__all__}
     names.update(globals())
     names["ExecutionProvider"] = ExecutionProvider
-    names["PackageLibrary"] = PackageLibrary
     return names
 
 

@@ -28,6 +28,7 @@ from ortgpu.capi.binding import (
     SessionOptions,
     TensorRtProviderOptions,
 )
+from ortgpu.capi.runner import load_npz, save_npz
 from ortgpu.errors import OrtgpuError
 
 __all__ = ["main"]
@@ -71,8 +72,6 @@ def _error_dict(exc: OrtgpuError) -> dict[str, Any]:
 
 
 def _run(request: Mapping[str, Any], work: Path) -> dict[str, Any]:
-    from ortgpu.capi.runner import load_npz, save_npz
-
     library = OrtLibrary(request["library"])
     profile: bool = bool(request["profile"])
     settings: Mapping[str, Any] = request["session"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ortgpu.binfmt.binary import ElfInfo, read_binary
 from ortgpu.errors import BadInputError
 from ortgpu.package.archive import OpenedPackage, PackageKind, open_package
 
@@ -93,7 +94,6 @@ def host_platform() -> str:
 
 def library_platform(path: Path) -> str:
     """The platform label a shared library is built for, read from its headers (ELF, PE or Mach-O)."""
-    from ortgpu.binfmt.binary import ElfInfo, read_binary
 
     try:
         with open(path, "rb") as handle:

@@ -7,7 +7,18 @@ from typing import Any
 
 import click
 
+from ortgpu.bench.runner import (
+    BenchRequest,
+    parse_int_list,
+    parse_modes,
+    parse_percent,
+    parse_seconds,
+    parse_warmup,
+    run_bench,
+)
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.config import ExecutionProvider, parse_ep_option
+from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 from ortgpu.report.html import write_report
 
 __all__ = ["command", "render"]
@@ -109,17 +120,6 @@ def command(
     what was asked (e.g. --mode cudagraph without a GPU); 130 when interrupted (what finished is still shown).
     With --package each case runs through that package's own C library (its C API, in a child process).
     """
-    from ortgpu.bench.runner import (
-        BenchRequest,
-        parse_int_list,
-        parse_modes,
-        parse_percent,
-        parse_seconds,
-        parse_warmup,
-        run_bench,
-    )
-    from ortgpu.config import ExecutionProvider, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
     modes, all_modes = parse_modes(mode_text)
     request = BenchRequest(

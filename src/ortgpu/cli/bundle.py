@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ortgpu.bundle import BundleRequest, Target, create_bundle, providers_from_text
 from ortgpu.cli.output import emit, json_option, progress_reporter
 
 __all__ = ["command", "render_bundle"]
@@ -55,7 +56,6 @@ def command(
     Exit 0 when the bundle is complete, 1 when required libraries were not found on this machine (the bundle is
     written, its manifest and README say what is missing and where to get it), 2 for bad input.
     """
-    from ortgpu.bundle import BundleRequest, Target, create_bundle, providers_from_text
 
     request = BundleRequest(
         out=out,

@@ -7,8 +7,11 @@ from typing import Any
 
 import click
 
+from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
 from ortgpu.errors import BadInputError
+from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
 __all__ = ["FlagError", "command", "render"]
 
@@ -87,9 +90,6 @@ def command(
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
     """
-    from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
-    from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
     config = load_config(config_path)
     request = CheckRequest(

@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
+from ortgpu.cli.bench import render as render_bench
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.demo import run_demo
 
 __all__ = ["command", "render"]
 
@@ -25,7 +27,6 @@ def command(out_dir: Path | None, as_json: bool) -> int:
 
     Exit 0 when the check passed and every bench case ran; 1 otherwise.
     """
-    from ortgpu.demo import run_demo
 
     with progress_reporter(not as_json) as progress:
         result = run_demo(out_dir, progress)
@@ -36,8 +37,6 @@ def command(out_dir: Path | None, as_json: bool) -> int:
 def render(result: Any, console: Any) -> None:
     """The human rendering of a DemoResult: four steps, then where the report is."""
     from rich.markup import escape as x  # verdicts and facts quote shapes and paths in [brackets]
-
-    from ortgpu.cli.bench import render as render_bench
 
     console.print(f"[bold]ortgpu demo[/]: {x(result.model)}")
     colour = "green" if result.doctor.ready else "yellow"

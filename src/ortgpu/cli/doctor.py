@@ -7,7 +7,11 @@ from typing import Any
 
 import click
 
+from ortgpu.cli.doctor_package import render_package
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.doctor.machine import diagnose
+from ortgpu.doctor.package import diagnose_package
+from ortgpu.doctor.verdict import Status
 
 __all__ = ["command", "render_doctor"]
 
@@ -28,13 +32,9 @@ def command(package: Path | None, as_json: bool) -> int:
     """
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
-            from ortgpu.cli.doctor_package import render_package
-            from ortgpu.doctor.package import diagnose_package
-
             package_report = diagnose_package(package, progress=progress)
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
-        from ortgpu.doctor.machine import diagnose
 
         report = diagnose(progress=progress)
     emit("doctor", report, as_json, render_doctor)
@@ -45,8 +45,6 @@ def render_doctor(report: Any, console: Any) -> None:
     """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
     from rich.markup import escape
     from rich.table import Table
-
-    from ortgpu.doctor.verdict import Status
 
     colour = "bold green" if report.ready else "bold red"
     console.print(f"[{colour}]{escape(report.verdict)}[/]")

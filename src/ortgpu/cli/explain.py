@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option
+from ortgpu.explain import Verdict, explain
 
 __all__ = ["command"]
 
@@ -23,8 +24,6 @@ __all__ = ["command"]
 @click.argument("text", nargs=-1, required=True)
 @json_option
 def command(text: tuple[str, ...], as_json: bool) -> int:
-    from ortgpu.explain import explain
-
     message = _read_stdin() if text == ("-",) else " ".join(text)
     result = explain(message)
     emit("explain", result, as_json, _render)
@@ -40,8 +39,6 @@ def _read_stdin() -> str:
 def _render(result: Any, console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from ortgpu.explain import Verdict
 
     style = {
         Verdict.GPU_PROBLEM: "bold red",

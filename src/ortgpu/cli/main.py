@@ -11,6 +11,7 @@ import click
 from ortgpu import __version__
 from ortgpu.cli.registry import LazyGroup
 from ortgpu.errors import ExitCode, OrtgpuError
+from ortgpu.results import SCHEMA_VERSION
 
 __all__ = ["cli", "main", "run"]
 
@@ -61,8 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report_error(exc: OrtgpuError, as_json: bool) -> None:
     if as_json:
-        from ortgpu.results import SCHEMA_VERSION
-
         click.echo(json.dumps({"schema": f"ortgpu.error/v{SCHEMA_VERSION}", "error": exc.to_dict()}, indent=2))
     click.echo(f"ortgpu: error: {exc.one_line()}", err=True)
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from ortgpu.results import envelope
+
 __all__ = ["emit", "json_option", "progress_reporter", "stderr_console", "stdout_console"]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as versioned JSON.")
@@ -30,8 +32,6 @@ def stderr_console() -> Any:
 def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], None]) -> None:
     """Write one result: the JSON envelope on stdout, or the human rendering."""
     if as_json:
-        from ortgpu.results import envelope
-
         click.echo(json.dumps(envelope(command, result), indent=2, sort_keys=False))
     else:
         render(result, stdout_console())

@@ -18,11 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortgpu.binfmt.binary import BinaryFormatError, read_elf
+from ortgpu.binfmt.fatbin import read_kernel_archs
 from ortgpu.doctor.checks import gpu as gpu_checks
 from ortgpu.doctor.checks import host, loading
 from ortgpu.doctor.checks import ort as ort_checks
 from ortgpu.doctor.checks.facts import MappedLibrary, OrtBuild, ProviderLibrary
+from ortgpu.doctor.checks.windows import diagnose_windows
+from ortgpu.doctor.cuda_fixes import component_of
 from ortgpu.doctor.verdict import Check, Status
+from ortgpu.errors import ExitCode
 from ortgpu.host.distributions import DistributionsReport, Flavour, find_distributions
 from ortgpu.host.load_attempt import LoadAttempt, attempt_load, provider_libraries
 from ortgpu.host.nvml import (
@@ -34,6 +39,14 @@ from ortgpu.host.nvml import (
     query_driver,
 )
 from ortgpu.host.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.host.windows import RealWindowsHost
+from ortgpu.knowledge.matrix import (
+    cuda_major_from_libraries,
+    cudnn_major_from_libraries,
+    known_sm_archs,
+    requirements_for,
+    tensorrt_major_from_libraries,
+)
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, Source, resolve, resolve_needs
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
@@ -107,8 +120,6 @@ class DoctorReport:
 
     @property
     def exit_code(self) -> int:
-        from ortgpu.errors import ExitCode
-
         return int(ExitCode.OK if self.ready else ExitCode.ENVIRONMENT)
 
     @property
@@ -277,8 +288,6 @@ def _judged(
 
 def _diagnose_windows(probes: Probes, report: Progress, started: float) -> DoctorReport:
     """The same diagnosis on a Windows host (real, or the simulated one in `probes.windows`)."""
-    from ortgpu.doctor.checks.windows import diagnose_windows
-    from ortgpu.host.windows import RealWindowsHost
 
     host = probes.windows or RealWindowsHost()
     found = diagnose_windows(
@@ -324,13 +333,6 @@ def _capi_dirs(dists: DistributionsReport) -> list[tuple[Path, bool]]:
 
 
 def _provider_libraries(dists: DistributionsReport, env: LoaderEnv | None) -> tuple[ProviderLibrary, ...]:
-    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
-    from ortgpu.knowledge.matrix import (
-        cuda_major_from_libraries,
-        cudnn_major_from_libraries,
-        tensorrt_major_from_libraries,
-    )
-
     if env is None:
         return ()
     out: list[ProviderLibrary] = []
@@ -364,8 +366,6 @@ def _with_lazy(
     providers: tuple[ProviderLibrary, ...], lazy: Sequence[str], env: LoaderEnv
 ) -> tuple[ProviderLibrary, ...]:
     """Re-resolve the CUDA provider with the libraries the matrix says it opens lazily."""
-    from ortgpu.binfmt.binary import read_elf
-    from ortgpu.knowledge.matrix import cudnn_major_from_libraries
 
     out = []
     for provider in providers:
@@ -395,8 +395,6 @@ def _lazy_libraries(requirements: Any) -> tuple[str, ...]:
 
 
 def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderLibrary | None) -> Any:
-    from ortgpu.knowledge.matrix import requirements_for
-
     version = None
     if cuda_lib is not None and cuda_lib.from_shadowed:
         owner = next((d for d in dists.shadowed if d.flavour is Flavour.CUDA), None)
@@ -469,8 +467,6 @@ _WHY = {
 def _mapped(
     attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None
 ) -> tuple[MappedLibrary, ...]:
-    from ortgpu.doctor.cuda_fixes import component_of
-
     pip_dirs = env.pip_dirs if env else ()
     by_real: dict[Path, LibraryResolution] = {}
     for provider in providers:
@@ -506,7 +502,6 @@ def _resolve_libcuda(cuda_lib: ProviderLibrary | None, env: LoaderEnv) -> Librar
 def _kernel_archs(cuda_lib: ProviderLibrary | None) -> Any:
     if cuda_lib is None:
         return None
-    from ortgpu.binfmt.fatbin import read_kernel_archs
 
     return read_kernel_archs(cuda_lib.path)
 
@@ -515,7 +510,6 @@ def _known_archs(requirements: Any, cuda_lib: ProviderLibrary | None) -> Any:
     """The matrix's arch list for this build (it knows the "a"/"f" suffixes the fatbin headers do not show)."""
     if requirements is None or cuda_lib is None:
         return None
-    from ortgpu.knowledge.matrix import known_sm_archs
 
     return known_sm_archs(requirements.ort_version, requirements.cuda_major)
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 
+from ortgpu.binfmt.binary import ElfInfo, PeInfo
 from ortgpu.doctor.verdict import Check, Status
+from ortgpu.host import nvml
+from ortgpu.host.nvml import DriverInfo
+from ortgpu.host.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, resolve_needs
 from ortgpu.package.analysis import (
     Component,
     Flavour,
@@ -15,12 +19,6 @@ from ortgpu.package.analysis import (
     RequirementKind,
     classify_library,
 )
-
-if TYPE_CHECKING:
-    from ortgpu.binfmt.binary import ElfInfo, PeInfo
-    from ortgpu.host.nvml import DriverInfo
-    from ortgpu.host.platform_probe import PlatformInfo
-    from ortgpu.loader.linux import LibraryResolution, LoaderEnv
 
 __all__ = ["linux_host_checks", "python_tag_check"]
 
@@ -44,9 +42,6 @@ def linux_host_checks(
     `binaries` maps package members to their parsed headers (the files they point at must still exist:
     RPATH/RUNPATH `$ORIGIN` is expanded from them); `bundled` is the file names the package ships.
     """
-    from ortgpu.binfmt.binary import ElfInfo
-    from ortgpu.host.platform_probe import probe_platform
-    from ortgpu.loader.linux import LoaderEnv, resolve_needs
 
     here = here or probe_platform()
     checks = [_glibc_check(analysis, here.glibc_version)]
@@ -55,9 +50,7 @@ def linux_host_checks(
         checks.append(python)
     if analysis.flavour is Flavour.GPU:
         if driver is None:
-            from ortgpu.host.nvml import query_driver
-
-            driver = query_driver()
+            driver = nvml.query_driver()
         checks.append(_driver_check(analysis, driver))
     env = env or LoaderEnv.from_system()
     # soname -> (resolution, roles of the package libraries it serves, lazy)
@@ -91,8 +84,6 @@ def linux_host_checks(
 
 
 def _glibc_check(analysis: PackageAnalysis, glibc: str | None) -> Check:
-    from ortgpu.host.platform_probe import version_tuple
-
     floor = analysis.glibc_floor
     if floor is None:
         return Check(id="host.glibc", title="glibc", status=Status.INFO, evidence="the package states no glibc floor")
@@ -142,8 +133,6 @@ def python_tag_check(analysis: PackageAnalysis, version: str, implementation: st
 
 
 def _driver_check(analysis: PackageAnalysis, driver: DriverInfo) -> Check:
-    from ortgpu.host.platform_probe import version_tuple
-
     req = analysis.requirement(RequirementKind.DRIVER)
     minimum = req.value.removeprefix(">= ") if req else None
     at_least = f" >= {minimum}" if minimum else ""
@@ -195,8 +184,6 @@ def _driver_check(analysis: PackageAnalysis, driver: DriverInfo) -> Check:
 
 
 def _library_check(analysis: PackageAnalysis, result: LibraryResolution, roles: set[LibraryRole], lazy: bool) -> Check:
-    from ortgpu.loader.linux import LibStatus
-
     component = classify_library(result.soname)
     how = "opened at run time, not in DT_NEEDED" if lazy else f"needed by {result.requested_by}"
     essential = bool(roles & _ESSENTIAL) and (not lazy or component not in _OPTIONAL_AT_RUN_TIME)
@@ -267,8 +254,6 @@ def _library_check(analysis: PackageAnalysis, result: LibraryResolution, roles: 
 
 
 def _version_at_least(version: str | None, minimum: tuple[int, ...]) -> bool:
-    from ortgpu.host.platform_probe import version_tuple
-
     return bool(version) and version_tuple(version)[: len(minimum)] >= minimum
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.binfmt.binary import BinaryFormatError, PeInfo, read_pe
+from ortgpu.host import winapi
 from ortgpu.host.load_attempt import LibraryLoad, LoadAttempt, LoadOutcome
 from ortgpu.host.platform_probe import version_tuple
 
@@ -308,28 +309,18 @@ class RealWindowsHost(WindowsHost):
         return os.getcwd()
 
     def machines(self) -> tuple[str, str]:
-        from ortgpu.host import winapi
-
         return winapi.machines()
 
     def windows_version(self) -> str:
-        from ortgpu.host import winapi
-
         return winapi.windows_version()
 
     def system_dir(self) -> str:
-        from ortgpu.host import winapi
-
         return winapi.system_directory()
 
     def windows_dir(self) -> str:
-        from ortgpu.host import winapi
-
         return winapi.windows_directory()
 
     def dll_directory(self) -> str | None:
-        from ortgpu.host import winapi
-
         return winapi.dll_directory()
 
     def local(self, path: str) -> Path | None:
@@ -340,13 +331,9 @@ class RealWindowsHost(WindowsHost):
         return str(local)
 
     def registry_value(self, key: str, name: str, view: RegistryView = RegistryView.NATIVE) -> str | int | None:
-        from ortgpu.host import winapi
-
         return winapi.registry_value(key, name, view.value)
 
     def registry_values(self, key: str, view: RegistryView = RegistryView.NATIVE) -> Mapping[str, str | int]:
-        from ortgpu.host import winapi
-
         return winapi.registry_values(key, view.value)
 
     def load(
@@ -359,8 +346,6 @@ class RealWindowsHost(WindowsHost):
         device_id: int = 0,
         timeout_s: float = 120.0,
     ) -> LoadAttempt:
-        from ortgpu.host import winapi
-
         child = winapi.run_load_child(
             libraries,
             prefixes=LOADED_PREFIXES,
@@ -768,9 +753,10 @@ _DRIVER_MODELS = {0: "WDDM", 1: "TCC", 2: "MCDM"}
 def _driver_models(nvml: Any) -> tuple[tuple[int, str], ...]:
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return ()
+        nvml = pynvml
     error = getattr(nvml, "NVMLError", OSError)
     getter = getattr(nvml, "nvmlDeviceGetDriverModel", None)
     if getter is None:

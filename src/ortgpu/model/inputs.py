@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortgpu.errors import BadInputError
+from ortgpu.model.inspect import ModelInfo, TensorInfo
+from ortgpu.npz import load_npz
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.model.inspect import ModelInfo, TensorInfo
 
 __all__ = [
     "DEFAULT_FLOAT_RANGE",
@@ -343,8 +343,6 @@ def _expression_names(text: str) -> list[str]:
 
 
 def _load_npz(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
-    from ortgpu.npz import load_npz
-
     hint = "save it with numpy.savez(path, name=array, ...) using the model's input names"
     arrays = load_npz(path, what="inputs file", contents="inputs", error=InputError, hint=hint)
     unknown = sorted(set(arrays) - set(model.input_names))

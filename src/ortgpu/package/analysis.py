@@ -13,13 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, PeInfo, read_binary
+from ortgpu.host.platform_probe import version_tuple
+from ortgpu.knowledge import matrix
+from ortgpu.knowledge.matrix import OrtBuildRequirements
 from ortgpu.package.archive import OpenedPackage, PackageError, PackageKind, is_ort_library
-
-if TYPE_CHECKING:
-    from ortgpu.binfmt.binary import ElfInfo, PeInfo
-    from ortgpu.knowledge.matrix import OrtBuildRequirements
 
 __all__ = [
     "Component",
@@ -256,7 +255,6 @@ _STACKS = (Component.CUDA_RUNTIME, Component.CUBLAS, Component.CUFFT, Component.
 
 def _stack_major(name: str, component: Component) -> int | None:
     """The major of the stack the name pins, from the matrix's naming rules (libcufft.so.11 is CUDA 12)."""
-    from ortgpu.knowledge import matrix
 
     if component in _STACKS:
         return matrix.cuda_major_from_libraries([name])
@@ -292,8 +290,6 @@ def _role(name: str) -> tuple[LibraryRole, str | None]:
 def analyse_with_binaries(
     opened: OpenedPackage, report: Progress, metadata: tuple[str, str] | None = None
 ) -> tuple[PackageAnalysis, dict[str, ElfInfo | PeInfo]]:
-    from ortgpu.binfmt.binary import BinaryFormatError, read_binary
-
     meta = _read_metadata(opened)
     if metadata and not meta.version:
         meta = dataclasses.replace(meta, name=meta.name or metadata[0], version=metadata[1])
@@ -443,8 +439,6 @@ def _tags_from_filename(filename: str) -> list[str]:
 
 
 def _library(member: str, info: ElfInfo | PeInfo, bundled: set[str]) -> PackageLibrary:
-    from ortgpu.binfmt.binary import ElfInfo
-
     name = posixpath.basename(member)
     role, provider = _role(name)
 
@@ -589,7 +583,6 @@ def _major_from(libraries: Iterable[PackageLibrary], *components: Component) -> 
 def _matrix_row(version: str | None, cuda_major: int | None) -> OrtBuildRequirements | None:
     if not version:
         return None
-    from ortgpu.knowledge import matrix
 
     return matrix.requirements_for(version, cuda_major)
 
@@ -675,8 +668,6 @@ _LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux201
 def _glibc_requirement(
     libraries: list[PackageLibrary], tags: tuple[str, ...], platform: PackagePlatform
 ) -> tuple[str | None, Requirement | None]:
-    from ortgpu.host.platform_probe import version_tuple
-
     if platform.is_windows:
         return None, None
     floors = [(lib.glibc_floor, lib.name) for lib in libraries if lib.glibc_floor]
@@ -701,8 +692,6 @@ def _glibc_requirement(
 
 
 def _vc_requirement(libraries: list[PackageLibrary]) -> tuple[str | None, Requirement | None]:
-    from ortgpu.host.platform_probe import version_tuple
-
     dlls = sorted(
         {n.name for lib in libraries for n in lib.needs if n.component is Component.VC_RUNTIME}, key=str.lower
     )

@@ -7,6 +7,7 @@ from enum import Enum
 
 from ortgpu.config import ConfigError, ExecutionProvider
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, OrtgpuError
+from ortgpu.model.inputs import InputError
 
 __all__ = [
     "DeviceError",
@@ -114,8 +115,6 @@ def translate_ort_error(exc: BaseException, phase: Phase, ep: ExecutionProvider,
         message,
         re.IGNORECASE,
     ):
-        from ortgpu.model.inputs import InputError
-
         return InputError(
             f"onnxruntime refused the inputs: {message}", "match the model's input names, shapes and types"
         )

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 from ortgpu.config import ExecutionProvider
-from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
+from ortgpu.host import nvml
+from ortgpu.host.distributions import Flavour, find_distributions
+from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
+from ortgpu.session.capture import capture_native_stderr
+from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message, ort_exception_types
 
 __all__ = [
     "ProviderProbe",
@@ -39,8 +43,6 @@ def _ort_version() -> str:
 def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
     """``ep`` is not even compiled into the onnxruntime that Python imports: name the distribution and the fix."""
     import onnxruntime as ort
-
-    from ortgpu.host.distributions import Flavour, find_distributions
 
     available = ", ".join(ort.get_available_providers())
     report = find_distributions()
@@ -98,9 +100,7 @@ def _hint_for(cause: str) -> str:
 
 
 def _driver_cause() -> str | None:
-    from ortgpu.host.nvml import query_driver
-
-    driver = query_driver()
+    driver = nvml.query_driver()
     if not driver.present:
         return f"no NVIDIA driver answers ({driver.error})"
     if not driver.gpus:
@@ -119,8 +119,6 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
     if not sys.platform.startswith("linux"):
         return None
     import onnxruntime as ort
-
-    from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
 
     capi = Path(ort.__file__).parent / "capi"
     libraries = provider_libraries(capi, "tensorrt" if ep is ExecutionProvider.TENSORRT else "cuda")
@@ -167,8 +165,6 @@ def probe_provider(ep: ExecutionProvider, device_id: int = 0) -> ProviderProbe:
 
     if ep.ort_name not in ort.get_available_providers():
         return ProviderProbe(ep, False, str(missing_from_build_error(ep)))
-    from ortgpu.session.capture import capture_native_stderr
-    from ortgpu.session.failures import ort_exception_types
 
     graph = helper.make_graph(
         [helper.make_node("Identity", ["x"], ["y"])],

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
+from ortgpu.model.inputs import InputError, InputSpec, make_inputs
+from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.session.capture import capture_native_stderr
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -19,13 +22,16 @@ from ortgpu.session.failures import (
     translate_ort_error,
 )
 from ortgpu.session.options import VERBOSE, build_session_options, device_of, provider_chain, run_options
+from ortgpu.session.providers import (
+    best_available_ep,
+    cause_from_log,
+    inactive_provider_error,
+    missing_from_build_error,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import onnxruntime
-
-    from ortgpu.model.inputs import InputSpec
-    from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["LOAD_OVERRIDES", "VerifiedSession", "load", "open_session"]
 
@@ -106,8 +112,6 @@ class VerifiedSession:
             raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
-        from ortgpu.model.inputs import InputError
-
         expected = set(self.input_names)
         unknown = sorted(set(feeds) - expected)
         if unknown:
@@ -123,7 +127,6 @@ class VerifiedSession:
 
     def warm_up(self, spec: InputSpec, runs: int = 2) -> None:
         """Run ``runs`` times on inputs made from ``spec`` (first runs pay for kernel choice and allocation)."""
-        from ortgpu.model.inputs import make_inputs
 
         inputs = make_inputs(self.model, spec)
         times = []
@@ -175,8 +178,6 @@ def _create(
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
     import onnxruntime as ort
 
-    from ortgpu.session.capture import capture_native_stderr
-
     logid = f"ortgpu-{uuid.uuid4().hex[:12]}"
     severity = VERBOSE if collect_placement else int(config.session["log_severity_level"])
     session_options = build_session_options(config, log_severity=severity, logid=logid)
@@ -208,8 +209,6 @@ def _create(
     if failure is not None:
         error = translate_ort_error(failure, Phase.CREATE, ep, ort.__version__)
         if isinstance(error, ProviderUnavailableError):
-            from ortgpu.session.providers import cause_from_log
-
             cause = cause_from_log(text)
             if cause:
                 error = ProviderUnavailableError(f"{error.message} ({cause})", error.hint)
@@ -237,8 +236,6 @@ def open_session(
     ``model_info`` skips a second inspection of a model already inspected; ``profile_dir`` turns ORT profiling
     on, written there (see :meth:`VerifiedSession.end_profiling`).
     """
-    from ortgpu.model.inspect import inspect_model
-    from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
 
     config = config or Config()
     model = model_info if model_info is not None else inspect_model(model_path)

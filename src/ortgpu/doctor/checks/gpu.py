@@ -6,11 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ortgpu.binfmt.fatbin import ArchSupport, arch_support
 from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.distributions import DistributionsReport
 from ortgpu.host.nvml import DriverInfo, GpuInfo, VisibleDevices
 from ortgpu.host.platform_probe import PlatformInfo, version_tuple
+from ortgpu.knowledge import matrix
+from ortgpu.knowledge.matrix import max_cuda_for_driver
 from ortgpu.loader.linux import LibraryResolution
 
 __all__ = [
@@ -116,8 +119,6 @@ def libcuda_check(libcuda: LibraryResolution, plat: PlatformInfo) -> Check:
 
 
 def driver_cuda_check(driver: DriverInfo, requirements: Any, cuda_lib: ProviderLibrary | None) -> Check:
-    from ortgpu.knowledge.matrix import max_cuda_for_driver
-
     title = "Driver vs the CUDA this ORT build needs"
     supported = driver.cuda_driver_version or (max_cuda_for_driver(driver.version) if driver.version else None)
     build = requirements.cuda_build if requirements is not None else None
@@ -171,8 +172,6 @@ def gpu_check(gpu: GpuInfo, archs: Any, cuda_lib: ProviderLibrary | None, known:
     `archs` is what the provider library's fatbin headers list (exact, but blind to "a" arch-specific
     suffixes); `known` is the matrix's list for this build (ortgpu.knowledge.matrix.SmArchs), which knows them.
     """
-    from ortgpu.binfmt.fatbin import ArchSupport, arch_support
-    from ortgpu.knowledge import matrix
 
     check_id = f"gpu.arch:{gpu.index}"
     gib = gpu.memory_total_bytes / 2**30

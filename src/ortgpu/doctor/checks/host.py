@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ortgpu.binfmt.binary import BinaryFormatError, read_elf
 from ortgpu.doctor.checks.facts import ProviderLibrary
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.distributions import DistributionsReport
@@ -56,7 +57,6 @@ def _glibc_floor(
     providers: Sequence[ProviderLibrary], requirements: Any, dists: DistributionsReport
 ) -> tuple[str, str]:
     """The glibc the installed ORT needs, and where that number comes from."""
-    from ortgpu.binfmt.binary import BinaryFormatError, read_elf
 
     floors: list[tuple[tuple[int, ...], str, str]] = []
     if dists.module_dir is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
+from ortgpu.doctor.cuda_fixes import component_of, library_fix
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.distributions import DistributionsReport, Flavour
 from ortgpu.loader.linux import LibraryResolution, LibStatus
@@ -179,8 +180,6 @@ def _need_text(need: LibraryResolution) -> str:
 
 
 def provider_check(provider: ProviderLibrary, dists: DistributionsReport, ort: OrtBuild, requirements: Any) -> Check:
-    from ortgpu.doctor.cuda_fixes import component_of, library_fix
-
     title = f"{provider.path.name} needs"
     check_id = f"ort.provider.{provider.provider}"
     blocking, optional = unresolved_needs(provider)

@@ -8,6 +8,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ortgpu.doctor.checks import gpu as gpu_checks
+from ortgpu.doctor.checks import host as host_checks
+from ortgpu.doctor.checks import ort as ort_checks
+from ortgpu.doctor.checks.facts import MappedLibrary, ProviderLibrary
+from ortgpu.doctor.checks.loading import mapped_check
 from ortgpu.doctor.checks.windows.dlls import load_check, need_checks, provider_check, shadowing_check
 from ortgpu.doctor.checks.windows.fixes import FixEnv, folder_of, is_blocking, version_at_least
 from ortgpu.doctor.checks.windows.machine import (
@@ -20,10 +25,15 @@ from ortgpu.doctor.checks.windows.machine import (
     vc_runtime_check,
 )
 from ortgpu.doctor.checks.windows.variables import cuda_path_check, disabled_check, path_check
+from ortgpu.doctor.package_host import python_tag_check
 from ortgpu.doctor.verdict import Check, Status
+from ortgpu.host import nvml
+from ortgpu.host.distributions import find_distributions
 from ortgpu.host.load_attempt import LoadAttempt
+from ortgpu.host.nvml import map_visible_devices
 from ortgpu.host.platform_probe import PlatformInfo
 from ortgpu.host.windows import DllFolder, FolderKind, HostFacts, PythonFlavour, WindowsHost, host_facts, same_dir
+from ortgpu.knowledge.matrix import Platform, known_sm_archs, requirements_for
 from ortgpu.loader.windows import (
     BuildNeeds,
     DllResolution,
@@ -34,7 +44,8 @@ from ortgpu.loader.windows import (
     WindowsReport,
     survey,
 )
-from ortgpu.package.analysis import LibraryRole, PackageAnalysis
+from ortgpu.package.analysis import LibraryRole, PackageAnalysis, analyse_package, classify_library
+from ortgpu.package.archive import PackageError, open_package
 
 __all__ = [
     "WindowsDiagnosis",
@@ -133,9 +144,6 @@ def windows_package_checks(
     analysis: PackageAnalysis, opened: Any, host: WindowsHost, driver: Any = None
 ) -> tuple[Check, ...]:
     """doctor --package on a Windows host: each need of the package resolved against it, as the loader will."""
-    from ortgpu.doctor.package_host import python_tag_check
-    from ortgpu.host.nvml import query_driver
-    from ortgpu.knowledge.matrix import requirements_for
 
     facts = host_facts(host)
     paths = _paths(opened, host)
@@ -157,7 +165,7 @@ def windows_package_checks(
         checks.append(python)
     checks.append(vc_runtime_check(win.vc_runtime, facts, _PACKAGE_IDS.vc, context))
     if analysis.cuda_major is not None or LibraryRole.CUDA in roles:
-        driver = driver or query_driver(host.nvml(), host.environ())
+        driver = driver or nvml.query_driver(host.nvml(), host.environ())
         requirements = requirements_for(analysis.version, analysis.cuda_major) if analysis.version else None
         checks.append(driver_check(driver, win.driver, requirements, analysis.cuda_major, _PACKAGE_IDS.driver))
         model = driver_model_check(win.driver, _PACKAGE_IDS.driver_model)
@@ -213,8 +221,6 @@ def _origin(path: str, win: WindowsReport) -> str:
 
 def _mapped(attempt: LoadAttempt | None, resolver: DllResolver, win: WindowsReport) -> tuple[Any, ...]:
     """The modules the child really held after the session, each with the search step that predicted it."""
-    from ortgpu.doctor.checks.facts import MappedLibrary
-    from ortgpu.package.analysis import classify_library
 
     if attempt is None or not attempt.ok:
         return ()
@@ -237,8 +243,6 @@ def _mapped(attempt: LoadAttempt | None, resolver: DllResolver, win: WindowsRepo
 
 def _analyse_installed(dists: Any, host: WindowsHost) -> tuple[PackageAnalysis | None, dict[str, str]]:
     """The installed onnxruntime folder read as a package (its version from the dist-info beside it)."""
-    from ortgpu.package.analysis import analyse_package
-    from ortgpu.package.archive import PackageError, open_package
 
     if dists.module_dir is None or not (dists.module_dir / "capi").is_dir():
         return None, {}
@@ -260,14 +264,6 @@ def diagnose_windows(
     load_timeout_s: float = 120.0,
 ) -> WindowsDiagnosis:
     """Every Windows check of this machine, in the doctor's order (see ortgpu.doctor.machine for the verdict)."""
-    from ortgpu.doctor.checks import gpu as gpu_checks
-    from ortgpu.doctor.checks import host as host_checks
-    from ortgpu.doctor.checks import ort as ort_checks
-    from ortgpu.doctor.checks.facts import ProviderLibrary
-    from ortgpu.doctor.checks.loading import mapped_check
-    from ortgpu.host.distributions import find_distributions
-    from ortgpu.host.nvml import map_visible_devices, query_driver
-    from ortgpu.knowledge.matrix import Platform, known_sm_archs, requirements_for
 
     report("Windows, CPU and Python", 0.05)
     facts = host_facts(host)
@@ -285,7 +281,7 @@ def diagnose_windows(
     win, build, resolver = survey(host, facts, analysis, paths, context)
     env = FixEnv(build, win.cuda, facts, context)
     environ = host.environ()
-    driver = query_driver(nvml if nvml is not None else host.nvml(), environ)
+    driver = nvml.query_driver(nvml if nvml is not None else host.nvml(), environ)
     visible = map_visible_devices(driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
     requirements = requirements_for(build.version, build.cuda_major) if build.version else None
     checks.append(vc_runtime_check(win.vc_runtime, facts, _DOCTOR_IDS.vc, context))

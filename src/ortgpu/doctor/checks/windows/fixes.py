@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import CudaFacts, DllFolder, FolderKind, HostFacts, same_dir
+from ortgpu.knowledge import matrix
+from ortgpu.knowledge.base import lookup
+from ortgpu.knowledge.matrix import Platform
 from ortgpu.loader.windows import BuildNeeds, DllCopy, DllResolution, DllStatus, LoadContext
 from ortgpu.package.analysis import Component, LibraryRole, NeedKind
 
@@ -41,9 +44,6 @@ RUN_TIME_KINDS = (NeedKind.LAZY, NeedKind.INDIRECT)
 
 
 def kb_fix(entry: str) -> str:
-    from ortgpu.knowledge.base import lookup
-    from ortgpu.knowledge.matrix import Platform
-
     return lookup(entry).fix_for(Platform.WINDOWS)
 
 
@@ -53,7 +53,6 @@ def version_at_least(version: str | None, minimum: tuple[int, ...]) -> bool:
 
 def _major(name: str, component: Component) -> int | None:
     """The stack major a DLL name pins: cudart64_110.dll -> CUDA 11, cudnn_ops64_9.dll -> cuDNN 9."""
-    from ortgpu.knowledge import matrix
 
     if component is Component.CUDNN:
         return matrix.cudnn_major_from_libraries([name])

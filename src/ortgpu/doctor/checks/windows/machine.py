@@ -9,6 +9,7 @@ from ortgpu.doctor.checks.windows.fixes import kb_fix, redist_fix
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import HostFacts, PythonFlavour, WindowsDriver, same_dir
+from ortgpu.knowledge.matrix import Platform, max_cuda_for_driver
 from ortgpu.loader.windows import BuildNeeds, DllCopy, DllResolution, LoadContext, VcRuntimeReport
 
 __all__ = [
@@ -185,7 +186,6 @@ def driver_check(
     driver: Any, windriver: WindowsDriver, requirements: Any, cuda_major: int | None, check_id: str
 ) -> Check:
     """NVML, else nvcuda.dll's file version; against the build's CUDA major and the Windows minimum (W19)."""
-    from ortgpu.knowledge.matrix import Platform, max_cuda_for_driver
 
     title = "NVIDIA driver"
     version = driver.version or windriver.version_from_file
