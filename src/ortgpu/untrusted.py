@@ -60,9 +60,12 @@ def text_problem(text: str, max_chars: int) -> str | None:
 
 
 def printable(text: str, limit: int = 60) -> str:
-    """``text`` for a one-line message: control characters escaped (repr), shortened past ``limit`` characters."""
-    shown = text if len(text) <= limit else text[:limit] + "..."
-    return repr(shown)
+    """``text`` for a one-line message: control characters escaped (repr), its middle left out past ``limit``
+    characters (the end of a path names the file)."""
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return repr(text[:half]) + "..." + repr(text[-half:])
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
