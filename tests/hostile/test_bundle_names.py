@@ -130,3 +130,26 @@ def test_tar_with_a_control_character_member_is_refused_before_extracting(tmp_pa
     code, err = run_bundle(capsys, "--package", str(archive), "--out", str(tmp_path / "out"))
     assert_refused(code, err, "control character")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("imported", ["..\\..\\evil.dll", "C:/Windows/System32/evil.dll"])
+def test_pe_import_that_is_a_path_is_refused(tmp_path: Path, capsys, imported: str) -> None:
+    import zipfile
+
+    from realpackages import build_pe
+
+    vc = ["VCRUNTIME140.dll", "KERNEL32.dll"]
+    root = "onnxruntime-win-x64-gpu-1.20.1"
+    package = tmp_path / f"{root}.zip"
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr(f"{root}/VERSION_NUMBER", "1.20.1\n")
+        archive.writestr(f"{root}/lib/onnxruntime.dll", build_pe(vc))
+        archive.writestr(f"{root}/lib/onnxruntime_providers_shared.dll", build_pe(vc))
+        cuda = build_pe(["cudart64_12.dll", imported, "onnxruntime_providers_shared.dll", *vc])
+        archive.writestr(f"{root}/lib/onnxruntime_providers_cuda.dll", cuda)
+    libs = tmp_path / "dlls"
+    libs.mkdir()
+    (libs / "evil.dll").write_bytes(b"MZ")
+    code, err = run_bundle(capsys, "--package", str(package), "--out", str(tmp_path / "out"), "--libs-from", str(libs))
+    assert_refused(code, err, "imported DLL", "evil.dll")
+    assert not (tmp_path / "out").exists()
