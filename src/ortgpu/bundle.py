@@ -396,6 +396,17 @@ class _Builder:
                     "from its official source",
                 )
 
+    def _unusable_host_name(self, name: str, needer: str) -> bool:
+        """True (with a warning) when a library found on this machine needs ``name`` that is not a bare file name."""
+        problem = name_problem(name)
+        if problem is None:
+            return False
+        self.warnings.append(
+            f"{needer} (on this machine) asks for {printable(name)}, which is not a bare file name ({problem}): "
+            "not copied; the target system must provide it"
+        )
+        return True
+
     def _destination(self, target: str) -> Path:
         """Where ``target`` (relative, posix) goes in the bundle: every part a bare name, no link on the way, inside
         the bundle folder, and nothing there yet (a file is never replaced)."""
@@ -534,8 +545,10 @@ class _Builder:
             new_paths: list[Path] = []
             for result in results:
                 # ld.so opens a DT_NEEDED that holds a '/' as a path (relative ones from the working folder): that is
-                # not a loader search, and such a file is never copied
-                _refuse_unless_bare(result.soname, f"DT_NEEDED entry of {result.requested_by}", self.analysis.source)
+                # not a loader search, and such a file is never copied. The package's own entries were refused by
+                # _check_names; one of a library found on this machine is left to the target system, and said.
+                if self._unusable_host_name(result.soname, result.requested_by):
+                    continue
                 if result.soname in found or self._skip(result.soname) or result.soname.lower() in self._names:
                     continue
                 ok = result.status in (LibStatus.FOUND, LibStatus.PIP_ONLY) and result.path is not None
@@ -607,7 +620,8 @@ class _Builder:
                 queue.append((need.name, lib.name, lazy, not lazy or need.component.value == "cuDNN"))
         while queue:
             name, needer, lazy, required = queue.pop(0)
-            _refuse_unless_bare(name, f"imported DLL of {needer}", self.analysis.source)
+            if self._unusable_host_name(name, needer):  # the package's own imports were checked by _check_names
+                continue
             key = name.lower()
             if key in found or self._skip(name) or key in self._names:
                 continue
@@ -800,7 +814,8 @@ def _runtime_companions(name: str, path: Path) -> list[Path]:
             if not hit.is_file():
                 continue
             key = _soname_or_name(hit)
-            _refuse_unless_bare(key, f"SONAME of {hit.name}", hit.parent)
+            if name_problem(key) is not None:  # a file of this machine with a SONAME no loader would ask for
+                continue
             out.setdefault(key, hit.parent / key if (hit.parent / key).is_file() else hit)
     return list(out.values())
 

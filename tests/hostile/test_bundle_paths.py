@@ -103,3 +103,18 @@ def test_out_that_is_a_symbolic_link_is_refused(tmp_path: Path, cpu_release: Pat
     with pytest.raises(BundleError, match="symbolic link"):
         create_bundle(BundleRequest(out=tmp_path / "link", package=cpu_release))
     assert list(real.iterdir()) == [] and (tmp_path / "link").is_symlink()
+
+
+def test_a_found_library_that_needs_a_path_does_not_bring_that_file(tmp_path: Path) -> None:
+    """A library of this machine (found by the loader search) with a DT_NEEDED path: that file stays out, said."""
+    package = build_release_folder(tmp_path / "pkg", version="1.20.0", cuda_needs=("libcudart.so.12",))
+    host_file = tmp_path / "host" / "libpathdep.so"
+    stub = build_so(host_file, soname=str(host_file))
+    libs = tmp_path / "cuda"
+    build_so(libs / "libcudart.so.12", soname="libcudart.so.12", needs=[stub])
+    out = tmp_path / "out"
+    result = create_bundle(BundleRequest(out=out, package=package, library_dirs=(libs,)))
+    names = {Path(f.path).name for f in result.manifest.files}
+    assert "libcudart.so.12" in names and "libpathdep.so" not in names
+    assert not any(p.name == "libpathdep.so" for p in out.rglob("*"))
+    assert any("libpathdep.so" in w and "not a bare file name" in w for w in result.warnings)
