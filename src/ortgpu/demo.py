@@ -19,6 +19,7 @@ from ortgpu.doctor.machine import diagnose
 from ortgpu.doctor.verdict import Status
 from ortgpu.errors import BadInputError
 from ortgpu.model.zoo import build_demo_model
+from ortgpu.output_paths import check_outputs
 from ortgpu.report.html import escape, write_report
 from ortgpu.session import best_available_ep
 
@@ -116,6 +117,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     if not folder.is_dir():
         raise BadInputError(f"--out-dir {folder}: no such folder", "create it first, or leave it out")
     report_path = (folder / DEMO_REPORT_NAME).resolve()
+    check_outputs({"report": report_path})  # before the doctor, check and bench run
     started = time.perf_counter()
     steps: dict[str, float] = {}
 

@@ -24,6 +24,7 @@ from ortgpu.bench.wheel import WheelBackend
 from ortgpu.config import ExecutionProvider, load_config
 from ortgpu.model.inputs import merge_input_spec
 from ortgpu.model.inspect import inspect_model
+from ortgpu.output_paths import check_outputs
 
 __all__ = [
     "DEFAULT_DURATION_S",
@@ -140,11 +141,6 @@ def _describe(info: Any) -> str:
     return f"{info.name} {info.dtype} [{dims}]"
 
 
-def _check_output_folder(path: Path | None, flag: str) -> None:
-    if path is not None and not Path(path).parent.is_dir():
-        raise BenchInputError(f"{flag} {path}: folder {Path(path).parent} does not exist", "create it first")
-
-
 def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
     """Benchmark ``request.model``; see BenchRequest. Ctrl-C stops it early: the result then holds what finished
     and is marked interrupted. Writes ``request.save`` when given (atomically); ``request.report`` is checked and
@@ -159,8 +155,11 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     request.validate()
     backend = backend_for(request)
     backend.validate(request)
-    _check_output_folder(request.save, "--save")
-    _check_output_folder(request.report, "--report")
+    check_outputs(
+        {"--save": request.save, "--report": request.report},
+        (request.model, request.config, request.baseline, request.npz, request.package),
+        error=BenchInputError,
+    )
     baseline = load_result(request.baseline) if request.baseline is not None else None
     config = load_config(request.config)
     tell("inspecting the model", None)
