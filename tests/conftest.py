@@ -6,6 +6,10 @@ import functools
 
 import pytest
 
+# Real ONNX Runtime C libraries as fixtures (wheel_library, gpu_library, ort114_library...) for the tests of
+# capi/, check --package and bench --package.
+pytest_plugins = ["tests.support.capi_libraries"]
+
 
 @functools.cache
 def gpu_available() -> bool:

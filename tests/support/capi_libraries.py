@@ -1,4 +1,4 @@
-"""Real ONNX Runtime C libraries for the C-API tests, and small models built in code.
+"""Real ONNX Runtime C libraries as fixtures for the C-API, check --package and bench --package tests.
 
 Libraries: the one inside the installed onnxruntime wheel (1.31+ wheels ship libonnxruntime.so), the
 onnxruntime-gpu 1.31.1 manylinux wheel (CUDA 13 build) and npm's onnxruntime-node 1.14.0 (a CPU build with
@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support import realpackages
-from tests.support.capi_models import identity_model, mlp_model
 
 from ortgpu.capi.library_locator import LocatedLibrary, locate_library
+from tests.support import realpackages
+from tests.support.capi_models import identity_model, mlp_model
 
 
 def cache_root() -> Path:
