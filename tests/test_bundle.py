@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ortgpu.bundle import BundleError, BundleRequest, FileKind, Target, create_bundle, providers_from_text
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 from tests.support.realpackages import (
     build_pe,

@@ -15,7 +15,6 @@ from ortgpu.config import (
     Config,
     ConfigError,
     ExecutionMode,
-    ExecutionProvider,
     Fallback,
     GraphOptimizationLevel,
     config_reference_markdown,
@@ -24,6 +23,7 @@ from ortgpu.config import (
     parse_ep_option,
     validate_ep_options,
 )
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "config.md"

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, read_binary, read_elf
-from ortgpu.config import ExecutionProvider
 from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.host.platform_probe import version_tuple
 from ortgpu.loader.linux import LibStatus, LoaderEnv, resolve_needs

@@ -11,7 +11,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ortgpu.errors import BadInputError
+from ortgpu.ep import ExecutionProvider
+from ortgpu.errors import ConfigError
 from ortgpu.model.inputs import InputSpec
 
 __all__ = [
@@ -36,46 +37,6 @@ __all__ = [
     "parse_ep_option",
     "validate_ep_options",
 ]
-
-
-class ConfigError(BadInputError):
-    """A config file, provider option or setting value that cannot be used (exit 2)."""
-
-
-class ExecutionProvider(Enum):
-    """The execution providers ortgpu drives."""
-
-    CPU = "cpu"
-    CUDA = "cuda"
-    TENSORRT = "tensorrt"
-
-    @property
-    def ort_name(self) -> str:
-        return {
-            ExecutionProvider.CPU: "CPUExecutionProvider",
-            ExecutionProvider.CUDA: "CUDAExecutionProvider",
-            ExecutionProvider.TENSORRT: "TensorrtExecutionProvider",
-        }[self]
-
-    @property
-    def is_gpu(self) -> bool:
-        return self is not ExecutionProvider.CPU
-
-    @classmethod
-    def from_ort_name(cls, name: str) -> ExecutionProvider | None:
-        return next((ep for ep in cls if ep.ort_name == name), None)
-
-    @classmethod
-    def parse(cls, text: str) -> ExecutionProvider:
-        """ "cuda", "CUDA" or "CUDAExecutionProvider" -> CUDA; anything else is a ConfigError with a did-you-mean."""
-        value = text.strip()
-        for ep in cls:
-            if value.lower() in (ep.value, ep.ort_name.lower()):
-                return ep
-        raise ConfigError(
-            f"unknown execution provider {text!r}{_did_you_mean(value.lower(), [e.value for e in cls])}",
-            "use one of: " + ", ".join(e.value for e in cls),
-        )
 
 
 class Fallback(Enum):

@@ -14,9 +14,9 @@ from ortgpu.bench.result import BenchResult
 from ortgpu.bench.runner import BenchRequest, run_bench
 from ortgpu.check import CheckRequest, run_check
 from ortgpu.check.result import CheckResult
-from ortgpu.config import ExecutionProvider
 from ortgpu.doctor.machine import diagnose
 from ortgpu.doctor.verdict import Status
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.model.zoo import build_demo_model
 from ortgpu.output_paths import check_outputs

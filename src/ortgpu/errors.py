@@ -7,6 +7,7 @@ from enum import IntEnum
 __all__ = [
     "BadInputError",
     "CheckFailedError",
+    "ConfigError",
     "EnvironmentUnfitError",
     "ExitCode",
     "OrtgpuError",
@@ -63,3 +64,7 @@ class CheckFailedError(OrtgpuError):
     """The check ran and its verdict is negative (exit 1)."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+class ConfigError(BadInputError):
+    """A config file, provider option or setting value that cannot be used (exit 2)."""

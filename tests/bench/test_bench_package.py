@@ -15,7 +15,7 @@ from ortgpu.bench.package import _PROBE_RUNS
 from ortgpu.capi import runner as runner_module
 from ortgpu.capi.binding import ProviderLoadError
 from ortgpu.capi.runner import UnsupportedSettingError
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 from ortgpu.host import nvml
 from ortgpu.package.archive import PackageError

@@ -21,7 +21,7 @@ from ortgpu.bench.runner import (
     run_bench,
 )
 from ortgpu.bench.stats import MIN_RUNS
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 
 

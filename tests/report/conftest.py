@@ -9,7 +9,7 @@ import pytest
 def cpu_result(tmp_path_factory: pytest.TempPathFactory):
     from ortgpu.bench.modes import BenchMode
     from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
     from ortgpu.model.zoo import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("report") / "tiny.onnx")
@@ -33,7 +33,7 @@ def gpu_like_result(cpu_result):
     import dataclasses
 
     from ortgpu.bench.runner import with_speedups
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
 
     gpu = [dataclasses.replace(c, ep=ExecutionProvider.CUDA) for c in cpu_result.cases]
     cpu = [c for c in cpu_result.cases if c.mode.value == "run"]

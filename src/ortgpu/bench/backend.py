@@ -16,7 +16,8 @@ from ortgpu.bench.environment import Environment
 from ortgpu.bench.plan import BenchRequest, Progress, Shapes
 from ortgpu.bench.result import BenchCase
 from ortgpu.capi.package_run import CApiLibrary
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["BenchBackend", "Measured"]

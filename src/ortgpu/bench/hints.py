@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchCase, CaseStatus, Hint, HintKind
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["bench_hints"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import EnvironmentUnfitError
 
 if TYPE_CHECKING:  # pragma: no cover

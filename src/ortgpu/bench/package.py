@@ -38,7 +38,8 @@ from ortgpu.capi import runner as capi_runner
 from ortgpu.capi.binding import OrtInputError, OrtRuntimeError, ProviderLoadError
 from ortgpu.capi.library_locator import LocatedLibrary, SourceKind, locate_library
 from ortgpu.capi.package_run import CApiLibrary, default_gpu_reason, default_package_ep, package_session_settings
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.session.options import device_of, effective_provider_options
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.bench.modes import BenchMode, mode_class
 from ortgpu.bench.result import BenchCase, CaseStatus
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.model.inputs import InputSpec, make_inputs
 from ortgpu.model.inspect import ModelInfo

@@ -17,7 +17,7 @@ from ortgpu.bench.environment import Environment
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.stats import LatencyStats
 from ortgpu.capi.package_run import CApiLibrary
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 __all__ = [
     "BaselineComparison",

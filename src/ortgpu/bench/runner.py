@@ -21,7 +21,8 @@ from ortgpu.bench.package import PackageBackend
 from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, Progress, resolve_shapes
 from ortgpu.bench.result import BenchCase, BenchResult, BenchSettings, ModelSummary
 from ortgpu.bench.wheel import WheelBackend
-from ortgpu.config import ExecutionProvider, load_config
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import merge_input_spec
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs

@@ -32,7 +32,8 @@ from ortgpu.bench.plan import (
 )
 from ortgpu.bench.result import BenchCase, CaseStatus, ColdStart, WarmupReport
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
-from ortgpu.config import Config, ExecutionProvider, Fallback
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
 from ortgpu.host import nvml
 from ortgpu.model.inspect import ModelInfo

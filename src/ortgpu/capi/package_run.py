@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortgpu.capi import runner as capi_runner
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.host import nvml
 
 __all__ = ["CApiLibrary", "default_gpu_reason", "default_package_ep", "package_session_settings"]

@@ -25,6 +25,7 @@ from ortgpu.atomic import atomic_write_bytes
 from ortgpu.capi import binding
 from ortgpu.capi.binding import LoggingLevel, LogRecord, TensorSpec, _numpy_dtype
 from ortgpu.capi.library_locator import LocatedLibrary, SourceKind, locate_library
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, OrtgpuError
 from ortgpu.placement import parse_profile_file, parse_verbose_log
 from ortgpu.results import to_jsonable
@@ -42,11 +43,7 @@ __all__ = [
 ]
 
 # ep as ortgpu names it ("cuda", ExecutionProvider.CUDA) or as ORT does -> ORT's name
-PROVIDER_NAMES = {
-    "cpu": "CPUExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "tensorrt": "TensorrtExecutionProvider",
-}
+PROVIDER_NAMES = {ep.value: ep.ort_name for ep in ExecutionProvider}
 
 
 class PackageRunError(EnvironmentUnfitError):

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from ortgpu.capi.package_run import CApiLibrary
 from ortgpu.check.parity import Tolerance
 from ortgpu.check.result import GpuMemory, Timings
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementReport

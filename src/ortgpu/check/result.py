@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ortgpu.capi.package_run import CApiLibrary
 from ortgpu.check.parity import OutputParity, ParityStatus
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.placement import PlacementReport
 
 __all__ = [

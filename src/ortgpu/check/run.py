@@ -32,7 +32,7 @@ from ortgpu.check.result import (
     verdict_line,
 )
 from ortgpu.check.wheel import WheelBackend
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.host import nvml
 from ortgpu.model.inputs import ResolvedInputs, make_inputs, merge_input_spec

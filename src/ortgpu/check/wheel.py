@@ -16,7 +16,8 @@ from typing import Any
 
 from ortgpu.check.backend import CheckRequest, Execution, Progress
 from ortgpu.check.result import GpuMemory, Timings
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.host import nvml
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementReport, parse_profile_file

@@ -17,7 +17,8 @@ from ortgpu.bench.runner import (
     run_bench,
 )
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.config import ExecutionProvider, parse_ep_option
+from ortgpu.config import parse_ep_option
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 from ortgpu.report.html import write_report
 

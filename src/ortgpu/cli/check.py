@@ -9,7 +9,8 @@ import click
 
 from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
+from ortgpu.config import load_config, parse_ep_option
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from ortgpu.config import ConfigError, ExecutionProvider
+from ortgpu.config import ConfigError
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, OrtgpuError
 from ortgpu.model.inputs import InputError
 

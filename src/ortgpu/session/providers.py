@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.host import nvml
 from ortgpu.host.distributions import Flavour, find_distributions
 from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries

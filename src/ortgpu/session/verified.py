@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
+from ortgpu.config import Config, ConfigError, Fallback, load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputError, InputSpec, make_inputs
 from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.placement import PlacementReport, parse_verbose_log
