@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -50,6 +50,7 @@ from ortgpu.package.analysis import (
     classify_library,
 )
 from ortgpu.package.archive import OpenedPackage, open_package
+from ortgpu.progress import Progress, silent
 from ortgpu.results import envelope
 from ortgpu.untrusted import name_problem, printable, text_problem
 
@@ -68,8 +69,6 @@ __all__ = [
     "providers_from_text",
     "readme_text",
 ]
-
-Progress = Callable[[str, "float | None"], None]
 
 
 class BundleError(BadInputError):
@@ -179,7 +178,7 @@ def installed_wheel_folder() -> Path:
 def create_bundle(request: BundleRequest, progress: Progress | None = None) -> BundleResult:
     """Assemble the bundle in a temp folder beside ``request.out``, then rename it into place."""
 
-    report = progress or (lambda message, fraction=None: None)
+    report = progress or silent
     out = Path(request.out)
     source = Path(request.package) if request.package is not None else installed_wheel_folder()
     _check_output(out, request.force, source, request.library_dirs)

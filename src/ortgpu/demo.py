@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.model.zoo import build_demo_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import Progress, silent
 from ortgpu.report.html import escape, write_report
 from ortgpu.session import best_available_ep
 
@@ -35,8 +35,6 @@ _BATCHES = (1, 8, 32)
 _WARMUP_RUNS = 10
 _DURATION_S = 1.0
 _FACTS = 6
-
-Progress = Callable[[str, "float | None"], None]
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     into ``out_dir`` (default: the current folder). Never prints.
     """
 
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     folder = Path(out_dir) if out_dir is not None else Path.cwd()
     if not folder.is_dir():
         raise BadInputError(f"--out-dir {folder}: no such folder", "create it first, or leave it out")

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ortgpu.bench.environment import Environment
-from ortgpu.bench.plan import BenchRequest, Progress, Shapes
+from ortgpu.bench.plan import BenchRequest, Shapes
 from ortgpu.bench.result import BenchCase
 from ortgpu.capi.package_run import CApiLibrary
 from ortgpu.config import Config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
+from ortgpu.progress import Progress
 
 __all__ = ["BenchBackend", "Measured"]
 

@@ -25,7 +25,6 @@ from ortgpu.bench.plan import (
     BenchInputError,
     BenchRequest,
     Plan,
-    Progress,
     Shapes,
     make_case,
     median_ns,
@@ -41,6 +40,7 @@ from ortgpu.capi.package_run import CApiLibrary, default_gpu_reason, default_pac
 from ortgpu.config import Config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
+from ortgpu.progress import Progress
 from ortgpu.session.options import device_of, effective_provider_options
 
 __all__ = ["PackageBackend", "measure_through_package", "validate_package_request"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,6 @@ __all__ = [
     "BenchInputError",
     "BenchRequest",
     "Plan",
-    "Progress",
     "Shapes",
     "make_case",
     "median_ns",
@@ -40,7 +39,6 @@ __all__ = [
     "sample_timeline",
 ]
 
-Progress = Callable[[str, "float | None"], None]
 DEFAULT_DURATION_S = 2.0
 MAX_CONCURRENCY = 1024
 SETTLE_WINDOW_S = 0.05  # auto warm-up: each window lasts about this long

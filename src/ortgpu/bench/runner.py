@@ -18,7 +18,7 @@ from ortgpu.bench.backend import BenchBackend, Measured
 from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.package import PackageBackend
-from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, Progress, resolve_shapes
+from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, resolve_shapes
 from ortgpu.bench.result import BenchCase, BenchResult, BenchSettings, ModelSummary
 from ortgpu.bench.wheel import WheelBackend
 from ortgpu.config import load_config
@@ -26,13 +26,13 @@ from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import merge_input_spec
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import Progress, silent
 
 __all__ = [
     "DEFAULT_DURATION_S",
     "BenchInputError",
     "BenchRequest",
     "Measured",
-    "Progress",
     "backend_for",
     "parse_int_list",
     "parse_modes",
@@ -151,7 +151,7 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     anything runs, ModeRefusedError / ProviderUnavailableError (exit 3) when this machine cannot do it. With
     ``request.package``: the library-location errors (exit 2) and ProviderLoadError (exit 3, ORT's own text).
     """
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     started = time.perf_counter()
     request.validate()
     backend = backend_for(request)

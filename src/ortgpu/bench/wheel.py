@@ -23,7 +23,6 @@ from ortgpu.bench.plan import (
     SETTLE_WINDOW_S,
     BenchRequest,
     Plan,
-    Progress,
     Shapes,
     make_case,
     median_ns,
@@ -37,6 +36,7 @@ from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
 from ortgpu.host import nvml
 from ortgpu.model.inspect import ModelInfo
+from ortgpu.progress import Progress
 from ortgpu.session import best_available_ep, open_session
 from ortgpu.session.failures import Phase, ort_exception_types, translate_ort_error
 

@@ -21,10 +21,9 @@ from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementReport
+from ortgpu.progress import Progress
 
-__all__ = ["CheckBackend", "CheckRequest", "Execution", "Progress"]
-
-Progress = Callable[[str, float | None], None]
+__all__ = ["CheckBackend", "CheckRequest", "Execution"]
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,13 @@ from ortgpu.capi import runner as capi_runner
 from ortgpu.capi.binding import ProviderLoadError
 from ortgpu.capi.library_locator import LocatedLibrary, locate_library
 from ortgpu.capi.package_run import CApiLibrary, default_gpu_reason, default_package_ep, package_session_settings
-from ortgpu.check.backend import CheckRequest, Execution, Progress
+from ortgpu.check.backend import CheckRequest, Execution
 from ortgpu.check.result import GpuMemory, Timings
 from ortgpu.config import Config, Fallback
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementSource
+from ortgpu.progress import Progress
 from ortgpu.session.options import device_of, effective_provider_options
 
 __all__ = ["PackageBackend", "run_through_package"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.atomic import atomic_write
-from ortgpu.check.backend import CheckBackend, CheckRequest, Execution, Progress
+from ortgpu.check.backend import CheckBackend, CheckRequest, Execution
 from ortgpu.check.package import PackageBackend
 from ortgpu.check.parity import (
     OutputParity,
@@ -40,6 +40,7 @@ from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.npz import load_npz
 from ortgpu.output_paths import check_outputs
 from ortgpu.placement import PlacementReport
+from ortgpu.progress import Progress, silent
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -63,10 +64,6 @@ class OutputFileError(BadInputError):
     """--save-outputs cannot be written where asked (exit 2)."""
 
 
-def _silent(message: str, fraction: float | None = None) -> None:
-    """The progress callback used when the caller gives none."""
-
-
 def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckResult:
     """Prove ``request.model`` runs on the requested EP with the right numbers; never prints.
 
@@ -75,7 +72,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     unless the config allows a CPU fallback. A check that ran returns a result whose ``failures`` say what did
     not hold (parity off, strict placement broken).
     """
-    report = progress or _silent
+    report = progress or silent
     if request.warm_runs < 0:
         raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
     _check_output_path(request)

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortgpu.check.backend import CheckRequest, Execution, Progress
+from ortgpu.check.backend import CheckRequest, Execution
 from ortgpu.check.result import GpuMemory, Timings
 from ortgpu.config import Config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.host import nvml
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementReport, parse_profile_file
+from ortgpu.progress import Progress
 from ortgpu.session import VerifiedSession, best_available_ep, open_session
 from ortgpu.session.options import device_of, effective_provider_options
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ortgpu.progress import Progress, silent
 from ortgpu.results import envelope
 
 __all__ = ["emit", "json_option", "progress_reporter", "stderr_console", "stdout_console"]
@@ -38,17 +39,18 @@ def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], 
 
 
 @contextmanager
-def progress_reporter(enabled: bool = True) -> Iterator[Callable[[str, float | None], None]]:
+def progress_reporter(enabled: bool = True) -> Iterator[Progress]:
     """A progress callback for the library: (message, fraction or None), drawn on stderr.
 
     Silent when stderr is not a terminal, so logs and pipes stay clean.
     """
     if not enabled or not sys.stderr.isatty():
-        yield lambda message, fraction=None: None
+        yield silent
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
 
-    with Progress(
+    with RichProgress(
         TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=stderr_console(), transient=True
     ) as bar:
         task = bar.add_task("starting", total=1.0)

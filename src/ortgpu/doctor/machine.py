@@ -48,10 +48,9 @@ from ortgpu.knowledge.matrix import (
     tensorrt_major_from_libraries,
 )
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, Source, resolve, resolve_needs
+from ortgpu.progress import Progress, silent
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
-
-Progress = Callable[[str, "float | None"], None]
 
 # Lower rank = more fundamental: the verdict names the failed check with the lowest rank.
 _RANK = {
@@ -175,7 +174,7 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
     """Diagnose this machine for running ONNX Runtime on an NVIDIA GPU with the CUDA EP."""
     started = time.perf_counter()
     probes = probes or Probes()
-    report = progress or (lambda message, fraction=None: None)
+    report = progress or silent
     environ = os.environ if probes.environ is None else probes.environ
     sys_path = list(sys.path if probes.sys_path is None else probes.sys_path)
     checks = _Checks()

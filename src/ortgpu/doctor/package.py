@@ -28,12 +28,12 @@ from ortgpu.package.analysis import (
     NeedKind,
     PackageAnalysis,
     PackagePlatform,
-    Progress,
     RequirementKind,
     analyse_with_binaries,
     host_platform,
 )
 from ortgpu.package.archive import open_package
+from ortgpu.progress import Progress, silent
 
 __all__ = ["PackageReport", "diagnose_package"]
 
@@ -68,7 +68,7 @@ def diagnose_package(
     (tests simulate others with them). A Windows package is resolved against a Windows host: this one
     when ortgpu runs on Windows, or the given `windows` host.
     """
-    report = progress or (lambda message, fraction=None: None)
+    report = progress or silent
     with open_package(path, report) as opened:
         analysis, binaries = analyse_with_binaries(opened, report)
         if host is None and windows is not None:

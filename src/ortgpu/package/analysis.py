@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -19,6 +19,7 @@ from ortgpu.host.platform_probe import version_tuple
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.matrix import OrtBuildRequirements
 from ortgpu.package.archive import OpenedPackage, PackageError, PackageKind, is_ort_library
+from ortgpu.progress import Progress, silent
 
 __all__ = [
     "Component",
@@ -36,8 +37,6 @@ __all__ = [
     "classify_library",
     "host_platform",
 ]
-
-Progress = Callable[[str, "float | None"], None]
 
 
 class PackagePlatform(Enum):
@@ -190,7 +189,7 @@ def analyse_package(
     `metadata` (distribution name, version) stands in for a wheel's METADATA when the package carries none:
     an installed onnxruntime folder, whose dist-info lies beside it.
     """
-    analysis, _ = analyse_with_binaries(opened, progress or (lambda message, fraction=None: None), metadata)
+    analysis, _ = analyse_with_binaries(opened, progress or silent, metadata)
     return analysis
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ortgpu.errors import BadInputError
+from ortgpu.progress import Progress, silent
 from ortgpu.untrusted import ByteLimit, human_bytes, name_problem, printable
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
     "is_ort_library",
     "open_package",
 ]
-
-Progress = Callable[[str, "float | None"], None]
 
 
 class PackageError(BadInputError):
@@ -119,7 +118,7 @@ def open_package(
     files are refused, and declared sizes are checked against EXTRACT_LIMIT and MAX_RATIO before extracting.
     Extracted files live in a private temp folder that is removed when the context ends, whatever happens.
     """
-    report = progress or (lambda message, fraction=None: None)
+    report = progress or silent
     source = Path(path)
     if not source.exists():
         raise PackageError(f"{source}: no such file or folder", "give an onnxruntime wheel, .zip/.tgz or folder")

@@ -46,6 +46,7 @@ from ortgpu.loader.windows import (
 )
 from ortgpu.package.analysis import LibraryRole, PackageAnalysis, analyse_package, classify_library
 from ortgpu.package.archive import PackageError, open_package
+from ortgpu.progress import Progress
 
 __all__ = [
     "WindowsDiagnosis",
@@ -54,8 +55,6 @@ __all__ = [
     "windows_package_checks",
 ]
 
-
-Progress = Callable[[str, "float | None"], None]
 
 
 # Check ids: "windows.*" for doctor, "host.*" for doctor --package (as the Linux host checks are named).
