@@ -35,7 +35,6 @@ from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, OrtgpuError
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.loader.linux import LibStatus, LoaderEnv, resolve_needs
 from ortgpu.output_paths import OutputPathError, check_writable_folder
 from ortgpu.package.analysis import (
@@ -53,6 +52,7 @@ from ortgpu.package.archive import OpenedPackage, open_package
 from ortgpu.progress import Progress, silent
 from ortgpu.results import envelope
 from ortgpu.untrusted import name_problem, printable, text_problem
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "BundleError",

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from ortgpu.host.platform_probe import glibc_version, probe_platform, version_tuple
+from ortgpu.host.platform_probe import glibc_version, probe_platform
+from ortgpu.versions import version_tuple
 
 
 @pytest.mark.parametrize(

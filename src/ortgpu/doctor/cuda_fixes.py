@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.loader.linux import LibraryResolution, LibStatus, soname_major
+from ortgpu.versions import version_tuple
 
 __all__ = ["component_of", "library_fix", "pip_packages_for"]
 

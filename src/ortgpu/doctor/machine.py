@@ -38,7 +38,7 @@ from ortgpu.host.nvml import (
     nvidia_pci_devices,
     query_driver,
 )
-from ortgpu.host.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.host.platform_probe import PlatformInfo, probe_platform
 from ortgpu.host.windows import RealWindowsHost
 from ortgpu.knowledge.matrix import (
     cuda_major_from_libraries,
@@ -49,6 +49,7 @@ from ortgpu.knowledge.matrix import (
 )
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, Source, resolve, resolve_needs
 from ortgpu.progress import Progress, silent
+from ortgpu.versions import version_tuple
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
 

@@ -8,7 +8,7 @@ from ortgpu.binfmt.binary import ElfInfo, PeInfo
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host import nvml
 from ortgpu.host.nvml import DriverInfo
-from ortgpu.host.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.host.platform_probe import PlatformInfo, probe_platform
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, resolve_needs
 from ortgpu.package.analysis import (
     Component,
@@ -19,6 +19,7 @@ from ortgpu.package.analysis import (
     RequirementKind,
     classify_library,
 )
+from ortgpu.versions import version_at_least, version_tuple
 
 __all__ = ["linux_host_checks", "python_tag_check"]
 
@@ -211,7 +212,7 @@ def _library_check(analysis: PackageAnalysis, result: LibraryResolution, roles: 
         return Check(check_id, title, Status.OK, f"{result.path}{real} via {source}; {how}", details=details)
     severity = Status.FAIL if essential else Status.WARN
     if result.status is LibStatus.PIP_ONLY:
-        preload = _version_at_least(analysis.version, (1, 21))
+        preload = version_at_least(analysis.version, (1, 21))
         folder = result.path.parent if result.path else "the nvidia pip package's lib folder"
         details["problem"] = f"{result.soname} is only in a pip package the loader does not search"
         return Check(
@@ -253,10 +254,6 @@ def _library_check(analysis: PackageAnalysis, result: LibraryResolution, roles: 
     )
 
 
-def _version_at_least(version: str | None, minimum: tuple[int, ...]) -> bool:
-    return bool(version) and version_tuple(version)[: len(minimum)] >= minimum
-
-
 _PIP_NAMES = {
     Component.CUDA_RUNTIME: "nvidia-cuda-runtime",
     Component.CUBLAS: "nvidia-cublas",
@@ -269,7 +266,7 @@ _PIP_NAMES = {
 def _install_fix(analysis: PackageAnalysis, component: Component, soname: str) -> str:
     """A concrete install command for a missing library, fitted to the package's CUDA major and ORT version."""
     cuda = analysis.cuda_major
-    preload = _version_at_least(analysis.version, (1, 21))
+    preload = version_at_least(analysis.version, (1, 21))
     then = (
         "then call onnxruntime.preload_dlls() before creating a session (or add its lib folder to LD_LIBRARY_PATH)"
         if preload

@@ -5,14 +5,13 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import re
 import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PlatformInfo", "glibc_version", "probe_platform", "version_tuple"]
+__all__ = ["PlatformInfo", "glibc_version", "probe_platform"]
 
 _CONFSTR = getattr(os, "confstr", None)  # absent on Windows
 
@@ -30,17 +29,6 @@ class PlatformInfo:
     python_implementation: str  # "CPython"
     python_bits: int  # 64 or 32
     python_executable: str
-
-
-def version_tuple(text: str | None) -> tuple[int, ...]:
-    """Parse a dotted version: "2.28" -> (2, 28); a non-numeric part ends it; None -> ()."""
-    out: list[int] = []
-    for part in (text or "").split("."):
-        match = re.match(r"\d+", part)
-        if not match:
-            break
-        out.append(int(match.group()))
-    return tuple(out)
 
 
 def glibc_version(confstr: Callable[[str], str | None] | None = _CONFSTR) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 from ortgpu.binfmt.binary import BinaryFormatError, PeInfo, read_pe
 from ortgpu.host import winapi
 from ortgpu.host.load_attempt import LibraryLoad, LoadAttempt, LoadOutcome
-from ortgpu.host.platform_probe import version_tuple
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "KNOWN_DLLS_KEY",

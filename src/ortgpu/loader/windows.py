@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import (
     CudaFacts,
     DllFolder,
@@ -41,6 +40,7 @@ from ortgpu.host.windows import (
     windows_driver,
 )
 from ortgpu.package.analysis import Component, LibraryRole, NeedKind, PackageAnalysis, classify_library
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "BuildNeeds",

@@ -15,11 +15,11 @@ from enum import Enum
 from pathlib import Path
 
 from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, PeInfo, read_binary
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.matrix import OrtBuildRequirements
 from ortgpu.package.archive import OpenedPackage, PackageError, PackageKind, is_ort_library
 from ortgpu.progress import Progress, silent
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "Component",

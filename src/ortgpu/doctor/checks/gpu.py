@@ -11,10 +11,11 @@ from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.distributions import DistributionsReport
 from ortgpu.host.nvml import DriverInfo, GpuInfo, VisibleDevices
-from ortgpu.host.platform_probe import PlatformInfo, version_tuple
+from ortgpu.host.platform_probe import PlatformInfo
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.matrix import max_cuda_for_driver
 from ortgpu.loader.linux import LibraryResolution
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "driver_check",

@@ -9,7 +9,8 @@ from ortgpu.binfmt.binary import BinaryFormatError, read_elf
 from ortgpu.doctor.checks.facts import ProviderLibrary
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.distributions import DistributionsReport
-from ortgpu.host.platform_probe import PlatformInfo, version_tuple
+from ortgpu.host.platform_probe import PlatformInfo
+from ortgpu.versions import version_tuple
 
 __all__ = ["glibc_check", "platform_check", "python_check"]
 

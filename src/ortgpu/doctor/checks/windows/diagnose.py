@@ -14,7 +14,7 @@ from ortgpu.doctor.checks import ort as ort_checks
 from ortgpu.doctor.checks.facts import MappedLibrary, ProviderLibrary
 from ortgpu.doctor.checks.loading import mapped_check
 from ortgpu.doctor.checks.windows.dlls import load_check, need_checks, provider_check, shadowing_check
-from ortgpu.doctor.checks.windows.fixes import FixEnv, folder_of, is_blocking, version_at_least
+from ortgpu.doctor.checks.windows.fixes import FixEnv, folder_of, is_blocking
 from ortgpu.doctor.checks.windows.machine import (
     driver_check,
     driver_model_check,
@@ -27,7 +27,7 @@ from ortgpu.doctor.checks.windows.machine import (
 from ortgpu.doctor.checks.windows.variables import cuda_path_check, disabled_check, path_check
 from ortgpu.doctor.package_host import python_tag_check
 from ortgpu.doctor.verdict import Check, Status
-from ortgpu.host import nvml
+from ortgpu.host import nvml as nvml_probe
 from ortgpu.host.distributions import find_distributions
 from ortgpu.host.load_attempt import LoadAttempt
 from ortgpu.host.nvml import map_visible_devices
@@ -47,6 +47,7 @@ from ortgpu.loader.windows import (
 from ortgpu.package.analysis import LibraryRole, PackageAnalysis, analyse_package, classify_library
 from ortgpu.package.archive import PackageError, open_package
 from ortgpu.progress import Progress
+from ortgpu.versions import version_at_least
 
 __all__ = [
     "WindowsDiagnosis",
@@ -164,7 +165,7 @@ def windows_package_checks(
         checks.append(python)
     checks.append(vc_runtime_check(win.vc_runtime, facts, _PACKAGE_IDS.vc, context))
     if analysis.cuda_major is not None or LibraryRole.CUDA in roles:
-        driver = driver or nvml.query_driver(host.nvml(), host.environ())
+        driver = driver or nvml_probe.query_driver(host.nvml(), host.environ())
         requirements = requirements_for(analysis.version, analysis.cuda_major) if analysis.version else None
         checks.append(driver_check(driver, win.driver, requirements, analysis.cuda_major, _PACKAGE_IDS.driver))
         model = driver_model_check(win.driver, _PACKAGE_IDS.driver_model)
@@ -280,7 +281,7 @@ def diagnose_windows(
     win, build, resolver = survey(host, facts, analysis, paths, context)
     env = FixEnv(build, win.cuda, facts, context)
     environ = host.environ()
-    driver = nvml.query_driver(nvml if nvml is not None else host.nvml(), environ)
+    driver = nvml_probe.query_driver(nvml if nvml is not None else host.nvml(), environ)
     visible = map_visible_devices(driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
     requirements = requirements_for(build.version, build.cuda_major) if build.version else None
     checks.append(vc_runtime_check(win.vc_runtime, facts, _DOCTOR_IDS.vc, context))

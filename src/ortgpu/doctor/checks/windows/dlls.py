@@ -20,10 +20,10 @@ from ortgpu.doctor.checks.windows.fixes import (
 )
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.host.load_attempt import LoadAttempt, LoadOutcome
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import windows_error_code
 from ortgpu.loader.windows import DllCopy, DllResolution, DllStatus, LibraryImports, LoadContext
 from ortgpu.package.analysis import Component, LibraryRole, NeedKind
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "load_check",

@@ -7,13 +7,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import CudaFacts, DllFolder, FolderKind, HostFacts, same_dir
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import lookup
 from ortgpu.knowledge.matrix import Platform
 from ortgpu.loader.windows import BuildNeeds, DllCopy, DllResolution, DllStatus, LoadContext
 from ortgpu.package.analysis import Component, LibraryRole, NeedKind
+from ortgpu.versions import version_at_least, version_tuple
 
 __all__ = [
     "ESSENTIAL_ROLES",
@@ -30,7 +30,6 @@ __all__ = [
     "need_text",
     "redist_fix",
     "root_needs",
-    "version_at_least",
 ]
 
 
@@ -45,10 +44,6 @@ RUN_TIME_KINDS = (NeedKind.LAZY, NeedKind.INDIRECT)
 
 def kb_fix(entry: str) -> str:
     return lookup(entry).fix_for(Platform.WINDOWS)
-
-
-def version_at_least(version: str | None, minimum: tuple[int, ...]) -> bool:
-    return bool(version) and version_tuple(version)[: len(minimum)] >= minimum
 
 
 def _major(name: str, component: Component) -> int | None:

@@ -7,10 +7,10 @@ from typing import Any
 
 from ortgpu.doctor.checks.windows.fixes import kb_fix, redist_fix
 from ortgpu.doctor.verdict import Check, Status
-from ortgpu.host.platform_probe import version_tuple
 from ortgpu.host.windows import HostFacts, PythonFlavour, WindowsDriver, same_dir
 from ortgpu.knowledge.matrix import Platform, max_cuda_for_driver
 from ortgpu.loader.windows import BuildNeeds, DllCopy, DllResolution, LoadContext, VcRuntimeReport
+from ortgpu.versions import version_tuple
 
 __all__ = [
     "driver_check",
