@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from tests.support.fake_libs import build_lib, fatbin_source, needs_gcc
 
-from ortgpu.binfmt.fatbin import ArchSupport, KernelArchs, arch_support, read_kernel_archs
+from ortgpu.binfmt.fatbin import KernelArchs, arch_support, read_kernel_archs
+from ortgpu.gpu_arch import ArchSupport
 
 
 @needs_gcc

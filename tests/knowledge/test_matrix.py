@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ortgpu.gpu_arch import ArchSupport
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.matrix import (
-    ArchSupport,
     Flavour,
     LibraryFamily,
     Platform,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import mmap
 import struct
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
+
+from ortgpu.gpu_arch import ArchSupport
 
 __all__ = ["ArchSupport", "KernelArchs", "arch_support", "read_kernel_archs"]
 
@@ -27,13 +28,6 @@ class KernelArchs:
     sass: tuple[int, ...]  # e.g. (75, 80, 86, 89, 90, 120): sm_XY as X*10+Y
     ptx: tuple[int, ...]
     containers: int
-
-
-class ArchSupport(Enum):
-    NATIVE = "native"  # SASS built for exactly this architecture
-    COMPATIBLE = "compatible"  # SASS for an earlier minor of the same major (binary compatible)
-    PTX_JIT = "ptx-jit"  # only PTX for an earlier arch: the driver compiles it on first use (slow start)
-    NONE = "none"  # "no kernel image is available for execution on the device"
 
 
 def _fatbin_sections(path: Path) -> list[tuple[int, int]]:

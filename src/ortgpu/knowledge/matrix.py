@@ -12,6 +12,8 @@ from enum import Enum
 from importlib import resources
 from typing import Any
 
+from ortgpu.gpu_arch import ArchSupport
+
 __all__ = [
     "ArchSupport",
     "DriverRequirement",
@@ -67,14 +69,6 @@ class Platform(Enum):
 
     LINUX = "linux"
     WINDOWS = "windows"
-
-
-class ArchSupport(Enum):
-    """Whether a build has GPU code for a compute capability."""
-
-    NATIVE = "native"  # SASS for this architecture: runs as compiled
-    PTX_JIT = "ptx_jit"  # only PTX: the driver JIT-compiles it (slow first run, needs a new enough driver)
-    NONE = "none"  # "no kernel image is available for execution on the device"
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ortgpu.binfmt.fatbin import ArchSupport, arch_support
+from ortgpu.binfmt.fatbin import arch_support
 from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
 from ortgpu.doctor.verdict import Check, Status
+from ortgpu.gpu_arch import ArchSupport
 from ortgpu.host.distributions import DistributionsReport
 from ortgpu.host.nvml import DriverInfo, GpuInfo, VisibleDevices
 from ortgpu.host.platform_probe import PlatformInfo
@@ -195,13 +196,13 @@ def gpu_check(gpu: GpuInfo, archs: Any, cuda_lib: ProviderLibrary | None, known:
         evidence += f"; {cuda_lib.path.name} carries {listed} (read from its fatbin)"
         if support is ArchSupport.COMPATIBLE and known is not None:
             # same major, other minor: only the matrix knows whether those kernels are arch-specific (sm_XYa)
-            by_matrix = ArchSupport(matrix.arch_support(known, gpu.compute_capability).value.replace("_", "-"))
+            by_matrix = matrix.arch_support(known, gpu.compute_capability)
             if by_matrix is not ArchSupport.NATIVE:
                 support = by_matrix
                 evidence += f"; the matrix lists {', '.join(known.sass)}: arch-specific kernels do not run here"
     elif known is not None:
         listed = ", ".join(known.sass + known.ptx)
-        support = ArchSupport(matrix.arch_support(known, gpu.compute_capability).value.replace("_", "-"))
+        support = matrix.arch_support(known, gpu.compute_capability)
         verified = bool(known.confirmed)
         state = "confirmed" if known.confirmed else "unconfirmed"
         evidence += f"; no fatbin readable in {cuda_lib.path.name}; the matrix lists {listed} ({state})"
