@@ -328,7 +328,7 @@ def _windows_candidates(facts: PasteFacts) -> str:
                 for b in reversed(matrix.all_builds())
                 if b.cuda_major == facts.build_cuda_major
                 and b.cudnn_major == facts.build_cudnn_major
-                and b.flavour is matrix.Flavour.DEFAULT
+                and b.flavour is matrix.BuildFlavour.DEFAULT
             ),
             None,
         ) or next(
@@ -357,7 +357,7 @@ def _windows_candidates(facts: PasteFacts) -> str:
         rows = [
             b
             for b in matrix.builds_for_cuda(cuda)
-            if b.cudnn_major == cudnn and b.flavour is matrix.Flavour.DEFAULT and b.confirmed
+            if b.cudnn_major == cudnn and b.flavour is matrix.BuildFlavour.DEFAULT and b.confirmed
         ]
         if rows:
             ranges = _release_ranges(tuple(rows))

@@ -29,9 +29,9 @@ from ortgpu.host.nvml import DriverInfo
 from ortgpu.loader.linux import LoaderEnv, is_system_library
 from ortgpu.package.analysis import (
     Component,
-    Flavour,
     LibraryRole,
     NeedKind,
+    PackageFlavour,
     PackagePlatform,
     RequirementKind,
     classify_library,
@@ -99,7 +99,7 @@ def test_release_folder_is_read_from_its_files(release: Path) -> None:
     assert analysis.version == "1.20.1" and analysis.git_commit == "1f2e3d4c5b6a"
     assert "VERSION_NUMBER: 1.20.1" in analysis.version_evidence
     assert analysis.platform is HOST
-    assert analysis.flavour is Flavour.GPU and analysis.providers == ("cuda", "tensorrt")
+    assert analysis.flavour is PackageFlavour.GPU and analysis.providers == ("cuda", "tensorrt")
     assert (analysis.cuda_major, analysis.cudnn_major, analysis.tensorrt_major) == (12, 9, 10)
     cudnn = analysis.requirement(RequirementKind.CUDNN)
     assert cudnn is not None and not cudnn.from_matrix and "libcudnn.so.9" in cudnn.evidence
@@ -264,7 +264,7 @@ def test_old_glibc_fails(release: Path) -> None:
 def test_cpu_release_needs_no_gpu(tmp_path: Path) -> None:
     release = build_release_folder(tmp_path, cuda_needs=None)
     report = diagnose_package(release, loader_env=isolated_env(), driver=NO_DRIVER)
-    assert report.analysis.flavour is Flavour.CPU and report.analysis.cuda_major is None
+    assert report.analysis.flavour is PackageFlavour.CPU and report.analysis.cuda_major is None
     assert report.analysis.requirement(RequirementKind.CUDA) is None
     assert not any(c.id == "host.driver" for c in report.checks)
     assert report.ready is True and "no CUDA provider" in report.verdict
@@ -454,7 +454,7 @@ def windows_wheel_report() -> PackageReport:
 def test_real_linux_wheel_1_16_3(linux_wheel_report: PackageReport) -> None:
     analysis = linux_wheel_report.analysis
     assert (analysis.distribution, analysis.version) == ("onnxruntime-gpu", "1.16.3")
-    assert analysis.platform is PackagePlatform.LINUX_X86_64 and analysis.flavour is Flavour.GPU
+    assert analysis.platform is PackagePlatform.LINUX_X86_64 and analysis.flavour is PackageFlavour.GPU
     assert (analysis.cuda_major, analysis.cudnn_major, analysis.tensorrt_major) == (11, 8, 8)
     assert analysis.glibc_floor == "2.17"  # manylinux2014 tag; the binaries ask for GLIBC_2.16 at most
     assert not analysis.requirement(RequirementKind.CUDNN).from_matrix

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.support.fake_libs import install_dist, package_info
 
-from ortgpu.host.distributions import Flavour, find_distributions, flavour_of, read_package_info
+from ortgpu.host.distributions import DistributionFlavour, find_distributions, flavour_of, read_package_info
 
 
 def _ort_files(name: str, version: str, cuda: str | None) -> dict[str, bytes]:
@@ -23,7 +23,7 @@ def test_single_gpu_distribution(tmp_path) -> None:
     install_dist(tmp_path, "onnxruntime-gpu", "1.31.1", _ort_files("onnxruntime-gpu", "1.31.1", "13.0"))
     report = find_distributions([str(tmp_path)])
     assert [(d.name, d.version, d.flavour) for d in report.distributions] == [
-        ("onnxruntime-gpu", "1.31.1", Flavour.CUDA)
+        ("onnxruntime-gpu", "1.31.1", DistributionFlavour.CUDA)
     ]
     assert report.module_dir == tmp_path / "onnxruntime"
     assert report.loaded == "onnxruntime-gpu"
@@ -54,7 +54,7 @@ def test_cpu_build_in_an_earlier_path_entry_shadows_the_gpu_one(tmp_path) -> Non
     report = find_distributions([str(user), str(venv)])
     assert report.module_dir == user / "onnxruntime"
     assert report.loaded == "onnxruntime"
-    assert report.loaded_distribution.flavour is Flavour.CPU
+    assert report.loaded_distribution.flavour is DistributionFlavour.CPU
     assert [(d.name, d.site_dir) for d in report.shadowed] == [("onnxruntime-gpu", venv)]
 
 
@@ -91,20 +91,20 @@ def test_read_package_info_ignores_code(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("name", "flavour"),
     [
-        ("onnxruntime", Flavour.CPU),
-        ("onnxruntime-gpu", Flavour.CUDA),
-        ("onnxruntime_gpu", Flavour.CUDA),
-        ("ort-nightly-gpu", Flavour.CUDA),
-        ("ort-nightly", Flavour.CPU),
-        ("onnxruntime-training", Flavour.CUDA),
-        ("onnxruntime-training-cpu", Flavour.CPU),
-        ("onnxruntime-directml", Flavour.DIRECTML),
-        ("ort-nightly-directml", Flavour.DIRECTML),
-        ("onnxruntime-openvino", Flavour.OPENVINO),
-        ("onnxruntime-rocm", Flavour.ROCM),
-        ("onnxruntime-migraphx", Flavour.ROCM),
-        ("onnxruntime-qnn", Flavour.QNN),
-        ("onnxruntime-extensions-something", Flavour.OTHER),
+        ("onnxruntime", DistributionFlavour.CPU),
+        ("onnxruntime-gpu", DistributionFlavour.CUDA),
+        ("onnxruntime_gpu", DistributionFlavour.CUDA),
+        ("ort-nightly-gpu", DistributionFlavour.CUDA),
+        ("ort-nightly", DistributionFlavour.CPU),
+        ("onnxruntime-training", DistributionFlavour.CUDA),
+        ("onnxruntime-training-cpu", DistributionFlavour.CPU),
+        ("onnxruntime-directml", DistributionFlavour.DIRECTML),
+        ("ort-nightly-directml", DistributionFlavour.DIRECTML),
+        ("onnxruntime-openvino", DistributionFlavour.OPENVINO),
+        ("onnxruntime-rocm", DistributionFlavour.ROCM),
+        ("onnxruntime-migraphx", DistributionFlavour.ROCM),
+        ("onnxruntime-qnn", DistributionFlavour.QNN),
+        ("onnxruntime-extensions-something", DistributionFlavour.OTHER),
     ],
 )
 def test_flavour_of(name, flavour) -> None:
@@ -121,8 +121,8 @@ def test_every_flavour_is_reachable() -> None:
         "onnxruntime-qnn",
         "onnxruntime-foo",
     ]
-    assert {flavour_of(n) for n in names} == set(Flavour)
-    assert [f for f in Flavour if f.has_cuda] == [Flavour.CUDA]
+    assert {flavour_of(n) for n in names} == set(DistributionFlavour)
+    assert [f for f in DistributionFlavour if f.has_cuda] == [DistributionFlavour.CUDA]
 
 
 def test_this_environment_matches_the_import_system() -> None:

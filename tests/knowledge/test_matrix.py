@@ -13,7 +13,7 @@ import pytest
 from ortgpu.gpu_arch import ArchSupport
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.matrix import (
-    Flavour,
+    BuildFlavour,
     LibraryFamily,
     Platform,
     arch_support,
@@ -61,7 +61,7 @@ def test_every_minor_from_1_14_to_the_newest_has_a_default_row() -> None:
     for minor in range(14, newest + 1):
         build = requirements_for(f"1.{minor}.0")
         assert build is not None, f"1.{minor}"
-        assert build.flavour is Flavour.DEFAULT
+        assert build.flavour is BuildFlavour.DEFAULT
         assert not build.extrapolated
 
 
@@ -121,7 +121,7 @@ def test_patch_rows_win_over_the_minor_row() -> None:
     alt_1 = requirements_for("1.18.1", cuda_major=12)
     assert alt_0 is not None and alt_1 is not None
     assert (alt_0.cudnn_major, alt_1.cudnn_major) == (8, 9)
-    assert alt_1.flavour is Flavour.ALT
+    assert alt_1.flavour is BuildFlavour.ALT
 
 
 def test_flavour_by_cuda_major() -> None:
@@ -176,15 +176,15 @@ def test_glibc_floor_from_the_wheel_tags() -> None:
 
 def test_unconfirmed_rows_are_marked() -> None:
     unconfirmed = {(b.ort_version, b.flavour) for b in ROWS if not b.confirmed}
-    assert ("1.32", Flavour.DEFAULT) in unconfirmed
-    assert ("1.21", Flavour.ALT) in unconfirmed
-    assert ("1.19", Flavour.DEFAULT) not in unconfirmed
+    assert ("1.32", BuildFlavour.DEFAULT) in unconfirmed
+    assert ("1.21", BuildFlavour.ALT) in unconfirmed
+    assert ("1.19", BuildFlavour.DEFAULT) not in unconfirmed
 
 
 def test_builds_for_cuda() -> None:
     cuda11 = {(b.ort_version, b.flavour) for b in matrix.builds_for_cuda(11)}
-    assert ("1.16", Flavour.DEFAULT) in cuda11
-    assert ("1.19", Flavour.ALT) in cuda11
+    assert ("1.16", BuildFlavour.DEFAULT) in cuda11
+    assert ("1.19", BuildFlavour.ALT) in cuda11
     assert all(b.cuda_major == 13 for b in matrix.builds_for_cuda(13))
 
 

@@ -28,7 +28,7 @@ from ortgpu.doctor.checks.windows import diagnose_windows
 from ortgpu.doctor.cuda_fixes import component_of
 from ortgpu.doctor.verdict import Check, Status
 from ortgpu.errors import ExitCode
-from ortgpu.host.distributions import DistributionsReport, Flavour, find_distributions
+from ortgpu.host.distributions import DistributionFlavour, DistributionsReport, find_distributions
 from ortgpu.host.load_attempt import LoadAttempt, attempt_load, provider_libraries
 from ortgpu.host.nvml import (
     DriverInfo,
@@ -327,7 +327,7 @@ def _capi_dirs(dists: DistributionsReport) -> list[tuple[Path, bool]]:
         out.append((dists.module_dir / "capi", False))
     for dist in dists.shadowed:
         capi = dist.site_dir / "onnxruntime" / "capi"
-        if dist.flavour is Flavour.CUDA and all(capi.resolve() != c.resolve() for c, _ in out):
+        if dist.flavour is DistributionFlavour.CUDA and all(capi.resolve() != c.resolve() for c, _ in out):
             out.append((capi, True))
     return out
 
@@ -397,7 +397,7 @@ def _lazy_libraries(requirements: Any) -> tuple[str, ...]:
 def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderLibrary | None) -> Any:
     version = None
     if cuda_lib is not None and cuda_lib.from_shadowed:
-        owner = next((d for d in dists.shadowed if d.flavour is Flavour.CUDA), None)
+        owner = next((d for d in dists.shadowed if d.flavour is DistributionFlavour.CUDA), None)
         version = owner.version if owner else None
     version = version or ort.version or (dists.package_info.version if dists.package_info else None)
     if not version:

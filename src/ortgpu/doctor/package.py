@@ -23,10 +23,10 @@ from ortgpu.host.windows import RealWindowsHost, WindowsHost
 from ortgpu.loader.linux import LoaderEnv
 from ortgpu.package.analysis import (
     Component,
-    Flavour,
     Need,
     NeedKind,
     PackageAnalysis,
+    PackageFlavour,
     PackagePlatform,
     RequirementKind,
     analyse_with_binaries,
@@ -133,7 +133,7 @@ def _static_checks(analysis: PackageAnalysis) -> list[Check]:
         ),
         Check(
             id="package.flavour",
-            title="Flavour",
+            title="PackageFlavour",
             status=Status.INFO,
             evidence=f"{analysis.flavour.value}; providers: {', '.join(analysis.providers) or 'none (CPU EP only)'}",
         ),
@@ -227,10 +227,10 @@ def _report(analysis: PackageAnalysis, host: str, checks: tuple[Check, ...], rea
         verdict = f"{what} needs {_summary(analysis)}; analysed statically, not checked on this machine ({host})"
         return PackageReport(analysis, host, checks, None, verdict)
     failed = [c for c in checks if c.status is Status.FAIL]
-    target = "its CUDA EP" if analysis.flavour is Flavour.GPU else "its libraries"
+    target = "its CUDA EP" if analysis.flavour is PackageFlavour.GPU else "its libraries"
     if not failed:
         verdict = f"ready: {what} can load {target} on this machine ({_summary(analysis)})"
-        if analysis.flavour is not Flavour.GPU:
+        if analysis.flavour is not PackageFlavour.GPU:
             verdict += "; it has no CUDA provider"
         return PackageReport(analysis, host, checks, True, verdict)
     root = min(failed, key=_cause_rank)

@@ -12,10 +12,10 @@ from ortgpu.host.platform_probe import PlatformInfo, probe_platform
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, resolve_needs
 from ortgpu.package.analysis import (
     Component,
-    Flavour,
     LibraryRole,
     NeedKind,
     PackageAnalysis,
+    PackageFlavour,
     RequirementKind,
     classify_library,
 )
@@ -49,7 +49,7 @@ def linux_host_checks(
     python = python_tag_check(analysis, here.python_version, here.python_implementation)
     if python:
         checks.append(python)
-    if analysis.flavour is Flavour.GPU:
+    if analysis.flavour is PackageFlavour.GPU:
         if driver is None:
             driver = nvml.query_driver()
         checks.append(_driver_check(analysis, driver))

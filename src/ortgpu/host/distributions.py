@@ -15,8 +15,8 @@ from enum import Enum
 from pathlib import Path
 
 __all__ = [
+    "DistributionFlavour",
     "DistributionsReport",
-    "Flavour",
     "OrtDistribution",
     "PackageInfo",
     "find_distributions",
@@ -27,7 +27,7 @@ __all__ = [
 MODULE = "onnxruntime"
 
 
-class Flavour(Enum):
+class DistributionFlavour(Enum):
     """What an ORT distribution is built for, from its name."""
 
     CPU = "cpu"
@@ -40,35 +40,35 @@ class Flavour(Enum):
 
     @property
     def has_cuda(self) -> bool:
-        return self is Flavour.CUDA
+        return self is DistributionFlavour.CUDA
 
 
-def flavour_of(name: str) -> Flavour:
+def flavour_of(name: str) -> DistributionFlavour:
     """Classify a distribution by its (normalised) name: "onnxruntime-gpu" -> CUDA, "onnxruntime" -> CPU."""
     name = re.sub(r"[-_.]+", "-", name).lower()
     for marker, flavour in (
-        ("directml", Flavour.DIRECTML),
-        ("openvino", Flavour.OPENVINO),
-        ("rocm", Flavour.ROCM),
-        ("migraphx", Flavour.ROCM),
-        ("qnn", Flavour.QNN),
-        ("cpu", Flavour.CPU),
-        ("gpu", Flavour.CUDA),
-        ("cuda", Flavour.CUDA),
-        ("training", Flavour.CUDA),
+        ("directml", DistributionFlavour.DIRECTML),
+        ("openvino", DistributionFlavour.OPENVINO),
+        ("rocm", DistributionFlavour.ROCM),
+        ("migraphx", DistributionFlavour.ROCM),
+        ("qnn", DistributionFlavour.QNN),
+        ("cpu", DistributionFlavour.CPU),
+        ("gpu", DistributionFlavour.CUDA),
+        ("cuda", DistributionFlavour.CUDA),
+        ("training", DistributionFlavour.CUDA),
     ):
         if marker in name:
             return flavour
     if name in ("onnxruntime", "ort-nightly"):
-        return Flavour.CPU
-    return Flavour.OTHER
+        return DistributionFlavour.CPU
+    return DistributionFlavour.OTHER
 
 
 @dataclass(frozen=True)
 class OrtDistribution:
     name: str  # as in METADATA: "onnxruntime-gpu"
     version: str
-    flavour: Flavour
+    flavour: DistributionFlavour
     site_dir: Path  # the folder holding its dist-info (and normally the onnxruntime/ package)
     installer: str | None  # "pip", "uv", "conda"... from INSTALLER
     owns_loaded_files: bool | None  # its RECORD hash matches the files `import onnxruntime` would run (None: unknown)

@@ -16,8 +16,8 @@ from ortgpu.gpu_arch import ArchSupport
 
 __all__ = [
     "ArchSupport",
+    "BuildFlavour",
     "DriverRequirement",
-    "Flavour",
     "LibraryFamily",
     "LibraryInfo",
     "MatrixDataError",
@@ -45,7 +45,7 @@ class MatrixDataError(ValueError):
     """The packaged matrix file is malformed (a bug in ortgpu, not a user error)."""
 
 
-class Flavour(Enum):
+class BuildFlavour(Enum):
     """Which build of a release: what `pip install onnxruntime-gpu==X` gives, or the second (feed/archive) build."""
 
     DEFAULT = "default"
@@ -87,7 +87,7 @@ class OrtBuildRequirements:
     confirmed: bool
     sources: tuple[str, ...]
     notes: str
-    flavour: Flavour = Flavour.DEFAULT
+    flavour: BuildFlavour = BuildFlavour.DEFAULT
     channel: str = ""  # where this flavour is published
     cudnn_build: str | None = None
     tensorrt_version: str | None = None
@@ -307,7 +307,7 @@ def _build_from_row(row: dict[str, Any]) -> OrtBuildRequirements:
             confirmed=bool(row["confirmed"]),
             sources=tuple(row["sources"]),
             notes=str(row.get("notes", "")),
-            flavour=Flavour(row["flavour"]),
+            flavour=BuildFlavour(row["flavour"]),
             channel=str(row.get("channel", "")),
             cudnn_build=row.get("cudnn_build"),
             tensorrt_version=row.get("tensorrt_version"),
@@ -375,7 +375,7 @@ def requirements_for(ort_version: str, cuda_major: int | None = None) -> OrtBuil
         candidates = [b for b in _builds() if _row_key(b)[:2] == newest and _row_key(b)[2] is None]
         extrapolated = True
     if cuda_major is None:
-        chosen = next((b for b in candidates if b.flavour is Flavour.DEFAULT), None)
+        chosen = next((b for b in candidates if b.flavour is BuildFlavour.DEFAULT), None)
     else:
         chosen = next((b for b in candidates if b.cuda_major == cuda_major), None)
     if chosen is None or not extrapolated:

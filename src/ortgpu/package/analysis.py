@@ -23,11 +23,11 @@ from ortgpu.versions import version_tuple
 
 __all__ = [
     "Component",
-    "Flavour",
     "LibraryRole",
     "Need",
     "NeedKind",
     "PackageAnalysis",
+    "PackageFlavour",
     "PackageLibrary",
     "PackagePlatform",
     "Requirement",
@@ -50,7 +50,7 @@ class PackagePlatform(Enum):
         return self in (PackagePlatform.WIN_X64, PackagePlatform.WIN_ARM64)
 
 
-class Flavour(Enum):
+class PackageFlavour(Enum):
     GPU = "gpu"  # has the CUDA (and usually TensorRT) provider
     CPU = "cpu"
     DIRECTML = "directml"
@@ -155,7 +155,7 @@ class PackageAnalysis:
     platform: PackagePlatform
     platform_evidence: str
     wheel_tags: tuple[str, ...]
-    flavour: Flavour
+    flavour: PackageFlavour
     providers: tuple[str, ...]
     libraries: tuple[PackageLibrary, ...]
     requirements: tuple[Requirement, ...]
@@ -318,11 +318,11 @@ def analyse_with_binaries(
         notes.append(version_note)
     gpu_libs = [lib for lib in libraries if lib.role in (LibraryRole.CUDA, LibraryRole.TENSORRT)]
     cuda_major, cuda_evidence = _major_from(gpu_libs, Component.CUDA_RUNTIME, Component.CUBLAS)
-    row = _matrix_row(version, cuda_major) if flavour is Flavour.GPU else None
+    row = _matrix_row(version, cuda_major) if flavour is PackageFlavour.GPU else None
     if row is not None:
         libraries = [_with_lazy_needs(lib, row, platform, bundled) for lib in libraries]
     requirements: list[Requirement] = []
-    if cuda_major is not None or flavour is Flavour.GPU:
+    if cuda_major is not None or flavour is PackageFlavour.GPU:
         requirements.append(_cuda_requirement(cuda_major, cuda_evidence, meta.build_info, notes))
     cudnn_major, cudnn_req = _cudnn_requirement(libraries, row, version, flavour)
     if cudnn_req:
@@ -532,16 +532,16 @@ def _platform(
     return platform, evidence, note
 
 
-def _flavour(opened: OpenedPackage, name: str | None, libraries: list[PackageLibrary]) -> Flavour:
+def _flavour(opened: OpenedPackage, name: str | None, libraries: list[PackageLibrary]) -> PackageFlavour:
     roles = {lib.role for lib in libraries}
     if roles & {LibraryRole.CUDA, LibraryRole.TENSORRT}:
-        return Flavour.GPU
+        return PackageFlavour.GPU
     basenames = {posixpath.basename(m).lower() for m in opened.members}
     if "directml.dll" in basenames or (name and "directml" in name.lower()):
-        return Flavour.DIRECTML
+        return PackageFlavour.DIRECTML
     if LibraryRole.OTHER_PROVIDER in roles:
-        return Flavour.OTHER
-    return Flavour.CPU
+        return PackageFlavour.OTHER
+    return PackageFlavour.CPU
 
 
 def _version(
@@ -632,14 +632,14 @@ def _cuda_requirement(
 
 
 def _cudnn_requirement(
-    libraries: list[PackageLibrary], row: OrtBuildRequirements | None, version: str | None, flavour: Flavour
+    libraries: list[PackageLibrary], row: OrtBuildRequirements | None, version: str | None, flavour: PackageFlavour
 ) -> tuple[int | None, Requirement | None]:
     cuda = [lib for lib in libraries if lib.role is LibraryRole.CUDA]
     trt = [lib for lib in libraries if lib.role is LibraryRole.TENSORRT]
     major, evidence = _major_from(cuda, Component.CUDNN)
     if evidence:
         return major, Requirement(RequirementKind.CUDNN, str(major) if major is not None else "unknown", evidence)
-    if flavour is not Flavour.GPU:
+    if flavour is not PackageFlavour.GPU:
         return None, None
     trt_major, trt_evidence = _major_from(trt, Component.CUDNN)
     parts = []

@@ -9,7 +9,7 @@ from pathlib import Path, PureWindowsPath
 
 from ortgpu.ep import ExecutionProvider
 from ortgpu.host import nvml
-from ortgpu.host.distributions import Flavour, find_distributions
+from ortgpu.host.distributions import DistributionFlavour, find_distributions
 from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
 from ortgpu.session.capture import capture_native_stderr
 from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message, ort_exception_types
@@ -54,7 +54,7 @@ def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
             f"{names} are installed together and the files Python loads have no {ep.ort_name} (available: {available})",
             "pip uninstall -y " + " ".join(d.name for d in report.distributions) + " && pip install onnxruntime-gpu",
         )
-    if loaded is None or loaded.flavour is Flavour.CPU:
+    if loaded is None or loaded.flavour is DistributionFlavour.CPU:
         return ProviderUnavailableError(
             f"onnxruntime here is the CPU-only build ({label}): it has no {ep.ort_name} (available: {available})",
             _GPU_INSTALL_HINT,

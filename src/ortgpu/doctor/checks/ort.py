@@ -7,7 +7,7 @@ from typing import Any
 from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
 from ortgpu.doctor.cuda_fixes import component_of, library_fix
 from ortgpu.doctor.verdict import Check, Status
-from ortgpu.host.distributions import DistributionsReport, Flavour
+from ortgpu.host.distributions import DistributionFlavour, DistributionsReport
 from ortgpu.loader.linux import LibraryResolution, LibStatus
 
 __all__ = ["distribution_checks", "ort_build_check", "provider_check", "unresolved_needs"]
@@ -43,7 +43,7 @@ def distribution_checks(dists: DistributionsReport, ort: OrtBuild) -> list[Check
         where += f", CUDA {info.cuda_version} build)" if info.cuda_version else ")"
     if len(found) > 1:
         out.append(_conflict_check(dists, where, details))
-    elif found and found[0].flavour is not Flavour.CUDA:
+    elif found and found[0].flavour is not DistributionFlavour.CUDA:
         only = found[0]
         out.append(
             Check(
@@ -79,7 +79,7 @@ def _conflict_check(dists: DistributionsReport, where: str, details: dict[str, A
     in different folders the first on sys.path wins, which is fine only while that is the CUDA build."""
     found = dists.distributions
     loaded = dists.loaded_distribution
-    gpu = next((d for d in found if d.flavour is Flavour.CUDA), None)
+    gpu = next((d for d in found if d.flavour is DistributionFlavour.CUDA), None)
     evidence = "; ".join(_describe(d) for d in found) + f". {where}"
     title = "ONNX Runtime distributions"
     folders = {d.site_dir.resolve() for d in found}
@@ -104,7 +104,7 @@ def _conflict_check(dists: DistributionsReport, where: str, details: dict[str, A
             details=details,
         )
     others = [d for d in found if d is not loaded]
-    if gpu is not None and loaded.flavour is not Flavour.CUDA:
+    if gpu is not None and loaded.flavour is not DistributionFlavour.CUDA:
         return Check(
             "ort.distributions",
             title,
@@ -138,7 +138,7 @@ def ort_build_check(dists: DistributionsReport, ort: OrtBuild) -> Check:
     details = {"build_info": ort.build_info, "available_providers": list(ort.available_providers)}
     if "CUDAExecutionProvider" in ort.available_providers:
         return Check("ort.build", "ONNX Runtime build", Status.OK, evidence, details=details)
-    gpu = next((d for d in dists.distributions if d.flavour is Flavour.CUDA), None)
+    gpu = next((d for d in dists.distributions if d.flavour is DistributionFlavour.CUDA), None)
     if gpu is not None:
         return Check(
             "ort.build",
@@ -199,7 +199,7 @@ def provider_check(provider: ProviderLibrary, dists: DistributionsReport, ort: O
     if provider.provider == "cuda" and requirements is not None and not requirements.confirmed:
         evidence += "; lazily opened libraries come from an unconfirmed matrix row"
     details = {"path": str(provider.path), "needs": [n.soname for n in provider.needs]}
-    gpu_dist = next((d for d in dists.distributions if d.flavour is Flavour.CUDA), None)
+    gpu_dist = next((d for d in dists.distributions if d.flavour is DistributionFlavour.CUDA), None)
     ort_version = gpu_dist.version if gpu_dist else ort.version
     fix_args = {
         "ort_version": ort_version,
