@@ -26,7 +26,7 @@ from ortgpu.doctor.checks import ort as ort_checks
 from ortgpu.doctor.checks.facts import MappedLibrary, OrtBuild, ProviderLibrary
 from ortgpu.doctor.checks.windows import diagnose_windows
 from ortgpu.doctor.cuda_fixes import component_of
-from ortgpu.doctor.verdict import Check, Status
+from ortgpu.doctor.verdict import Check, root_cause
 from ortgpu.errors import ExitCode
 from ortgpu.host.distributions import DistributionFlavour, DistributionsReport, find_distributions
 from ortgpu.host.load_attempt import LoadAttempt, attempt_load, provider_libraries
@@ -52,32 +52,6 @@ from ortgpu.progress import Progress, silent
 from ortgpu.versions import version_tuple
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
-
-# Lower rank = more fundamental: the verdict names the failed check with the lowest rank.
-_RANK = {
-    "platform.os": 10,
-    "python": 11,
-    "driver.present": 20,
-    "gpu.visible": 21,
-    "driver.libcuda": 22,
-    "ort.installed": 30,
-    "platform.glibc": 31,
-    "driver.cuda": 35,
-    "ort.provider.cuda": 40,
-    "ort.distributions": 45,
-    "ort.build": 46,
-    "gpu.arch": 50,
-    "load.attempt": 60,
-    # Windows (ortgpu.doctor.checks.windows): an old VC++ runtime breaks `import onnxruntime` itself
-    "windows.python": 12,
-    "windows.vcruntime": 25,
-    "windows.ort_cuda_unavailable": 41,
-    "windows.shadowing": 47,
-    "windows.long_path": 48,
-    "windows.cuda_path": 70,
-    "windows.path": 75,
-}
-
 
 @dataclass(frozen=True)
 class Probes:
@@ -157,7 +131,7 @@ def query_ort(module_dir: Path | None) -> OrtBuild:
 
 
 class _Checks:
-    """Collects checks in order, with the rank each failure has for the verdict."""
+    """Collects checks in order; the verdict names the root cause among the failed ones (doctor.verdict)."""
 
     def __init__(self) -> None:
         self.items: list[Check] = []
@@ -167,8 +141,7 @@ class _Checks:
         return check
 
     def root(self) -> Check | None:
-        failed = [c for c in self.items if c.status is Status.FAIL]
-        return min(failed, key=lambda c: _RANK.get(c.id.split(":")[0], 90), default=None)
+        return root_cause(self.items)
 
 
 def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) -> DoctorReport:

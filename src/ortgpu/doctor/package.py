@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ortgpu.doctor.checks.windows import windows_package_checks
 from ortgpu.doctor.package_host import linux_host_checks
-from ortgpu.doctor.verdict import Check, Status
+from ortgpu.doctor.verdict import Check, Status, root_cause
 from ortgpu.errors import ExitCode
 from ortgpu.host.nvml import DriverInfo
 from ortgpu.host.windows import RealWindowsHost, WindowsHost
@@ -186,29 +186,6 @@ def _need_text(need: Need) -> str:
 # --- verdict ------------------------------------------------------------------------------------------------------
 
 
-# The root cause shown first: the one whose fix unblocks the most.
-_CAUSE_ORDER = [
-    "host.platform",
-    "host.glibc",
-    "host.driver",
-    "host.vcruntime",
-    "host.ort_cuda_unavailable",
-    Component.CUDA_DRIVER,
-    Component.CUDA_RUNTIME,
-    Component.CUBLAS,
-    Component.CUDNN,
-    Component.CUFFT,
-    Component.CURAND,
-    Component.NVRTC,
-    Component.C_RUNTIME,
-    Component.OS,
-    Component.OTHER,
-    Component.ORT,
-    Component.TENSORRT,
-    "host.python",
-]
-
-
 def _summary(analysis: PackageAnalysis) -> str:
     parts = []
     for req in analysis.requirements:
@@ -227,24 +204,14 @@ def _report(analysis: PackageAnalysis, host: str, checks: tuple[Check, ...], rea
         verdict = f"{what} needs {_summary(analysis)}; analysed statically, not checked on this machine ({host})"
         return PackageReport(analysis, host, checks, None, verdict)
     failed = [c for c in checks if c.status is Status.FAIL]
+    root = root_cause(checks)
     target = "its CUDA EP" if analysis.flavour is PackageFlavour.GPU else "its libraries"
-    if not failed:
+    if root is None:
         verdict = f"ready: {what} can load {target} on this machine ({_summary(analysis)})"
         if analysis.flavour is not PackageFlavour.GPU:
             verdict += "; it has no CUDA provider"
         return PackageReport(analysis, host, checks, True, verdict)
-    root = min(failed, key=_cause_rank)
     more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
     problem = root.details.get("problem") or root.evidence
     verdict = f"not ready: {problem}; {analysis.label} cannot load {target} here{more}"
     return PackageReport(analysis, host, checks, False, verdict, root_cause=root.cause, fix=root.fix)
-
-
-def _cause_rank(check: Check) -> int:
-    if check.id in _CAUSE_ORDER:
-        return _CAUSE_ORDER.index(check.id)
-    component = check.details.get("component")
-    for index, key in enumerate(_CAUSE_ORDER):
-        if isinstance(key, Component) and key.value == component:
-            return index
-    return len(_CAUSE_ORDER)
