@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ortgpu.bench.result import BenchResult
 from ortgpu.bench.runner import (
     BenchRequest,
     parse_int_list,
@@ -21,6 +22,9 @@ from ortgpu.config import parse_ep_option
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 from ortgpu.report.html import write_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["command", "render"]
 
@@ -165,7 +169,7 @@ def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: BenchResult, console: Console) -> None:
     """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
     from rich.markup import escape as x  # model names, reasons and hints may contain [brackets]
     from rich.table import Table

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
+from ortgpu.check.result import CheckResult
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.config import load_config, parse_ep_option
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["FlagError", "command", "render"]
 
@@ -133,7 +137,7 @@ def _mib(value: int | None) -> str:
     return "–" if value is None else f"{value / 2**20:.1f} MiB"
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: CheckResult, console: Console) -> None:
     """The human rendering of a CheckResult."""
     from rich.table import Table
 
@@ -190,7 +194,7 @@ def render(result: Any, console: Any) -> None:
         console.print(f"[red]  also: {failure}[/]")
 
 
-def _render_placement(result: Any, console: Any, table_type: Any) -> None:
+def _render_placement(result: CheckResult, console: Console, table_type: Any) -> None:
     placement = result.placement
     if placement is None:
         console.print(f"\n[bold]Placement[/]  unknown: {result.placement_note}")
@@ -223,7 +227,7 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [dim]{result.placement_note}[/]")
 
 
-def _render_parity(result: Any, console: Any, table_type: Any) -> None:
+def _render_parity(result: CheckResult, console: Console, table_type: Any) -> None:
     parity = result.parity
     if parity.reference.value == "none":
         console.print(f"\n[bold]Parity[/]: {parity.status.value}: {parity.reason}")
@@ -255,7 +259,8 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
         )
         shape = f" {list(out.shape)}" if out.shape is not None else ""
         if out.atol is not None:
-            basis = " (given)" if out.tolerance_given else f" ({out.precision.value} defaults)"
+            precision = out.precision
+            basis = " (given)" if out.tolerance_given or precision is None else f" ({precision.value} defaults)"
             details.append(f"  {out.name}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
         if out.reason:
             details.append(f"  {out.name}: {out.reason}")

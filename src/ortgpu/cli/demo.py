@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ortgpu.cli.bench import render as render_bench
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.demo import run_demo
+from ortgpu.demo import DemoResult, run_demo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["command", "render"]
 
@@ -34,7 +37,7 @@ def command(out_dir: Path | None, as_json: bool) -> int:
     return 0 if result.passed else 1
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: DemoResult, console: Console) -> None:
     """The human rendering of a DemoResult: four steps, then where the report is."""
     from rich.markup import escape as x  # verdicts and facts quote shapes and paths in [brackets]
 

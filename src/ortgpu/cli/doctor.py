@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ortgpu.cli.doctor_package import render_package
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.doctor.machine import diagnose
+from ortgpu.doctor.machine import DoctorReport, diagnose
 from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
+from ortgpu.loader.windows import WindowsReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["command", "render_doctor"]
 
@@ -41,7 +45,7 @@ def command(package: Path | None, as_json: bool) -> int:
     return report.exit_code
 
 
-def render_doctor(report: Any, console: Any) -> None:
+def render_doctor(report: DoctorReport, console: Console) -> None:
     """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
     from rich.markup import escape
     from rich.table import Table
@@ -68,7 +72,7 @@ def render_doctor(report: Any, console: Any) -> None:
         )
     console.print(checks)
 
-    if getattr(report, "windows", None) is not None:
+    if report.windows is not None:
         _render_windows(report.windows, console)
     rows = [n for n in report.libraries if not n.system]
     if rows:
@@ -110,7 +114,7 @@ def render_doctor(report: Any, console: Any) -> None:
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
 
 
-def _render_windows(windows: Any, console: Any) -> None:
+def _render_windows(windows: WindowsReport, console: Console) -> None:
     """Every DLL ORT's libraries bring in, as the Windows loader will resolve it (system DLLs left to --json)."""
     from rich.markup import escape
     from rich.table import Table

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortgpu.doctor.package import PackageReport
 from ortgpu.doctor.verdict import Status
 from ortgpu.package.analysis import Component, NeedKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["render_package"]
 
@@ -14,7 +17,7 @@ __all__ = ["render_package"]
 _QUIET = {Component.C_RUNTIME, Component.OS}
 
 
-def render_package(report: PackageReport, console: Any) -> None:
+def render_package(report: PackageReport, console: Console) -> None:
     """Verdict first, then what the package is, what it needs, and (same platform) what this machine has."""
     from rich.markup import escape
     from rich.table import Table
@@ -80,7 +83,7 @@ def render_package(report: PackageReport, console: Any) -> None:
     _render_fixes(report, console)
 
 
-def _render_fixes(report: PackageReport, console: Any) -> None:
+def _render_fixes(report: PackageReport, console: Console) -> None:
     """One line per distinct fix (several missing libraries often share one), the root cause's fix first."""
     from rich.markup import escape
 

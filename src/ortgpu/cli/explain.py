@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ortgpu.cli.output import emit, json_option
-from ortgpu.explain import Verdict, explain
+from ortgpu.explain import ExplainResult, Verdict, explain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["command"]
 
@@ -36,7 +39,7 @@ def _read_stdin() -> str:
     return raw.read().decode("utf-8", errors="replace") if raw is not None else sys.stdin.read()
 
 
-def _render(result: Any, console: Any) -> None:
+def _render(result: ExplainResult, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 

@@ -6,31 +6,36 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from ortgpu.progress import Progress, silent
 from ortgpu.results import envelope
 
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+ResultT = TypeVar("ResultT")  # the result object a command renders
+
 __all__ = ["emit", "json_option", "progress_reporter", "stderr_console", "stdout_console"]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as versioned JSON.")
 
 
-def stdout_console() -> Any:
+def stdout_console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stdout, soft_wrap=False)
 
 
-def stderr_console() -> Any:
+def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stderr, soft_wrap=False)
 
 
-def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], None]) -> None:
+def emit(command: str, result: ResultT, as_json: bool, render: Callable[[ResultT, Console], None]) -> None:
     """Write one result: the JSON envelope on stdout, or the human rendering."""
     if as_json:
         click.echo(json.dumps(envelope(command, result), indent=2, sort_keys=False))

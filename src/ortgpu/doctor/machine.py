@@ -48,6 +48,7 @@ from ortgpu.knowledge.matrix import (
     tensorrt_major_from_libraries,
 )
 from ortgpu.loader.linux import LibraryResolution, LibStatus, LoaderEnv, Source, resolve, resolve_needs
+from ortgpu.loader.windows import WindowsReport
 from ortgpu.progress import Progress, silent
 from ortgpu.versions import version_tuple
 
@@ -90,7 +91,7 @@ class DoctorReport:
     kernel_archs: Any  # ortgpu.binfmt.fatbin.KernelArchs | None
     requirements: Any  # ortgpu.knowledge.matrix.OrtBuildRequirements | None
     duration_s: float
-    windows: Any = None  # ortgpu.loader.windows.WindowsReport on a Windows host, else None
+    windows: WindowsReport | None = None  # on a Windows host, else None
 
     @property
     def exit_code(self) -> int:
