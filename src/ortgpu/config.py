@@ -215,6 +215,20 @@ SESSION_SETTINGS: tuple[Setting, ...] = (
         default=False,
     ),
     Setting(
+        "free_dims",
+        Kind.DIMS,
+        "Fix symbolic dims by name when the session is built (ORT's free-dimension overrides): `{ batch = 8 }`. "
+        "ORT then folds the shape computations it would otherwise run on the CPU, so every node can stay on the "
+        "GPU and a CUDA graph can be captured; inputs of any other size are refused.",
+        default={},
+    ),
+    Setting(
+        "free_dim_denotations",
+        Kind.DIMS,
+        "The same, for dims the model marks with a denotation instead of a name: `{ DATA_BATCH = 8 }`.",
+        default={},
+    ),
+    Setting(
         "log_severity_level",
         Kind.INT,
         "ORT's log level while the session is built: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal. ortgpu "

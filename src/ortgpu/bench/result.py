@@ -130,6 +130,8 @@ class BenchCase:
     provider_options: dict[str, str] = field(default_factory=dict)
     speedup_vs_cpu: float | None = None  # CPU EP p50 / this p50 at the same batch and concurrency
     timeline_ms: tuple[float, ...] = ()  # up to a few hundred latencies in run order (for drift plots)
+    # [session] free-dim overrides the case's own session was built with (CUDA graph: the shapes it captures)
+    fixed_dims: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def key(self) -> CaseKey:

@@ -25,6 +25,7 @@ from ortgpu.bench.result import (
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -373,7 +374,9 @@ class _Sessions:
         self._plain: dict[Any, list[Any]] = {}
         self.main: Any = None  # the first shared session of the benchmarked EP: the environment record reads it
 
-    def open(self, ep: ExecutionProvider, options: dict[str, str] | None = None) -> Any:
+    def open(
+        self, ep: ExecutionProvider, options: dict[str, str] | None = None, session: Mapping[str, Any] | None = None
+    ) -> Any:
         from dataclasses import replace
 
         from ortgpu.config import Fallback
@@ -381,7 +384,7 @@ class _Sessions:
 
         merged = {**(self.options if ep is self.ep else {}), **(options or {})}
         # bench never falls back, whatever the config allows: CPU numbers must never carry a GPU label
-        strict = replace(self.config, fallback=Fallback.NONE)
+        strict = replace(self.config, fallback=Fallback.NONE).with_session(**(session or {}))
         return open_session(self.model, ep=ep, config=strict, device_id=self.device_id, provider_options=merged or None)
 
     def plain(self, ep: ExecutionProvider, count: int) -> list[tuple[Any, bool]]:
@@ -591,12 +594,14 @@ class _CaseRun:
         return merged
 
 
-def _graph_refusal(exc: OrtgpuError) -> str:
+def _graph_refusal(exc: OrtgpuError, fixed: FixedDims | None = None) -> str:
     if "graph capture" in exc.message:
+        pinned = f" even with the open dims fixed ({fixed.describe()})" if fixed is not None and not fixed.empty else ""
+        left = f"; dims no override reaches: {', '.join(fixed.unfixed)}" if fixed is not None and fixed.unfixed else ""
         return (
-            "ONNX Runtime refused CUDA graph capture: some nodes of this model run on the CPU (shape nodes or "
-            "a Memcpy); `ortgpu check MODEL --ep cuda` lists them. An export with torch.onnx.export(..., "
-            "dynamo=True) often leaves fewer"
+            f"ONNX Runtime refused CUDA graph capture{pinned}: some nodes of this model run on the CPU (shape "
+            f"nodes or a Memcpy){left}; `ortgpu check MODEL --ep cuda` lists them. An export with "
+            "torch.onnx.export(..., dynamo=True) often leaves fewer"
         )
     return exc.one_line()
 
@@ -641,11 +646,14 @@ def _run_case(
     device = device_for(plan.ep, request.device_id)
     options = cls.provider_options(plan.ep)
     own: list[Any] = []
+    fixed = None
     try:
         if cls.needs_own_session():
             outputs = _output_specs(model, shapes, lambda: pool.any_plain(plan.ep).run(shapes.feeds))
+            # a graph is captured for one shape: fix the open dims so ORT folds the shape nodes it keeps on the CPU
+            fixed = fixed_dims_for(input_dim_labels(pool.model), shapes.shapes)
             for _ in range(plan.sessions):
-                own.append(pool.open(plan.ep, options))
+                own.append(pool.open(plan.ep, options, fixed.session_settings(pool.config.session)))
             sessions = [(s, False) for s in own]
         else:
             outputs = None
@@ -658,7 +666,8 @@ def _run_case(
         memory = _gpu_memory(plan.ep, request.device_id)
     except OrtgpuError as exc:
         if cls.needs_own_session():  # graph capture refused by ORT for this model: a result, not a crash
-            return _case(plan, CaseStatus.FAILED, shapes, reason=_graph_refusal(exc), provider_options=options), False
+            reason = _graph_refusal(exc, fixed)
+            return _case(plan, CaseStatus.FAILED, shapes, reason=reason, provider_options=options), False
         raise
     except KeyboardInterrupt:
         return _case(
@@ -694,6 +703,7 @@ def _run_case(
         gpu_memory_used_bytes=memory,
         provider_options=options,
         timeline_ms=_timeline(measurement.samples),
+        fixed_dims=fixed.session_settings() if fixed is not None and not fixed.empty else {},
     ), measurement.interrupted
 
 
