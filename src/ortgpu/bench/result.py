@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.bench.clocks import GpuClocks
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.stats import LatencyStats
 
@@ -96,6 +97,7 @@ class WarmupReport:
     seconds: float
     settled: bool
     policy: str  # "auto" or "count"
+    clocks: GpuClocks | None = None  # GPU cases: the SM clock around the warm-up and after the measurement
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.bench.clocks import ClockWatch
 from ortgpu.bench.modes import BenchMode, Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.result import (
     BenchCase,
@@ -250,9 +251,15 @@ def _median(values: Sequence[int]) -> float:
     return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[WarmupReport, float]:
-    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking)."""
+def _warm_up(
+    step: Callable[[], Any], count: int | None, max_s: float, clocks: ClockWatch | None = None
+) -> tuple[WarmupReport, float]:
+    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking).
+
+    Auto: until the latency settled and (``clocks``, GPU cases) the SM clock is near its maximum or stable."""
     start = time.perf_counter()
+    if clocks is not None:
+        clocks.start()
     if count is not None:
         scratch = [0] * max(count, 1)
         if count:
@@ -260,6 +267,9 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         else:
             _timed_chunk(step, scratch, 0, 1)  # one run only to size the measurement chunks; not a warm-up
         typical = _median(scratch) / 1e9
+        if clocks is not None:
+            clocks.sample()  # recorded, not waited for: the user asked for exactly this many runs
+            clocks.warmed()
         return WarmupReport(count, time.perf_counter() - start, True, "count"), typical
     # Until stable: windows of ~50 ms; settled when the last three window medians agree within 5%.
     probe = [0]
@@ -276,9 +286,12 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         medians.append(_median(scratch))
         typical = medians[-1] / 1e9
         last = medians[-3:]
-        if len(last) == 3 and (max(last) - min(last)) <= _SETTLE_TOLERANCE * min(last):
+        clock_ready = clocks.sample() if clocks is not None else True
+        if len(last) == 3 and (max(last) - min(last)) <= _SETTLE_TOLERANCE * min(last) and clock_ready:
             settled = True
             break
+    if clocks is not None:
+        clocks.warmed()
     return WarmupReport(runs, time.perf_counter() - start, settled, "auto"), typical
 
 
@@ -521,13 +534,20 @@ class _CaseRun:
         self.duration_s = request.duration_s or DEFAULT_DURATION_S
         self.first_run_ms: float | None = None
         self.warmup: WarmupReport | None = None
+        self.clocks = ClockWatch.for_device(request.device_id) if plan.ep.is_gpu else None
+
+    def warmup_report(self) -> WarmupReport | None:
+        """The warm-up, with the GPU clocks seen around it and after the measurement (GPU cases)."""
+        if self.warmup is None or self.clocks is None:
+            return self.warmup
+        return dataclasses.replace(self.warmup, clocks=self.clocks.result())
 
     def _first_and_warm(self, step: Callable[[], Any], policy: bool) -> float:
         scratch = [0]
         _timed_chunk(step, scratch, 0, 1)
         if policy:
             self.first_run_ms = scratch[0] / 1e6
-            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s)
+            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s, self.clocks)
             return typical
         count = _THREAD_WARMUP_RUNS if self.request.warmup is None else self.request.warmup
         return _warm_up(step, count, self.request.max_warmup_s)[1]
@@ -687,7 +707,7 @@ def _run_case(
             shapes,
             reason="interrupted before any timed run",
             cold=cold,
-            warmup=run.warmup,
+            warmup=run.warmup_report(),
             provider_options=options,
         ), True
     stats = compute_stats(measurement.samples, shapes.batch, (measurement.end_ns - measurement.start_ns) / 1e9)
@@ -698,7 +718,7 @@ def _run_case(
         shapes,
         reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
-        warmup=run.warmup,
+        warmup=run.warmup_report(),
         cold=cold,
         gpu_memory_used_bytes=memory,
         provider_options=options,
@@ -768,7 +788,7 @@ def _hints(
         hints.append(
             Hint(
                 HintKind.WARMUP_UNSETTLED,
-                f"latency was still moving at the end of warm-up in "
+                f"latency{_clock_note(unsettled)} was still moving at the end of warm-up in "
                 f"{len(unsettled)} case(s) ({', '.join(c.key.label for c in unsettled[:4])}); give "
                 "--warmup N with a larger N",
                 unsettled[0].key.label,
@@ -834,6 +854,11 @@ def _hints(
     if interrupted:
         hints.append(Hint(HintKind.INTERRUPTED, "interrupted: only the cases that finished are reported"))
     return tuple(hints)
+
+
+def _clock_note(cases: Sequence[BenchCase]) -> str:
+    moving = [c.warmup.clocks for c in cases if c.warmup and c.warmup.clocks and not c.warmup.clocks.ready]
+    return f" or the GPU clock ({moving[0].why})" if moving else ""
 
 
 def _io_bytes(case: BenchCase, model: ModelInfo) -> int:

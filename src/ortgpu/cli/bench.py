@@ -217,6 +217,12 @@ def render(result: Any, console: Any) -> None:
             f"cold start: session created in {cold.session_creation_s:.2f} s, first run "
             f"{_ms(cold.first_run_ms)} ms (not in the stats)" + (", in a fresh process" if package is not None else "")
         )
+    clocked = next((c.warmup.clocks for c in result.cases if c.warmup and c.warmup.clocks), None)
+    if clocked is not None:
+        console.print(
+            f"GPU SM clock: {clocked.before_warmup_mhz} MHz before the warm-up, {clocked.after_warmup_mhz} after it "
+            f"({x(clocked.why)}), {clocked.after_measurement_mhz} after the timed runs (first GPU case)"
+        )
     comparison = result.comparison
     if comparison is not None:
         delta = Table(
