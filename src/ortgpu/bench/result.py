@@ -235,6 +235,18 @@ class BenchResult:
     saved_to: Path | None = None
     report_to: Path | None = None
     package: PackageLibrary | None = None
+    defaults: BenchResult | None = None  # --against-defaults: the same bench with ORT's defaults, measured after
+
+    def speedups_over_defaults(self) -> dict[str, float]:
+        """Case label -> the defaults' p50 at the same batch / this case's p50 (with --against-defaults)."""
+        if self.defaults is None:
+            return {}
+        base = {c.batch: c.stats.p50_ms for c in self.defaults.measured_cases}
+        return {
+            c.key.label: base[c.batch] / c.stats.p50_ms
+            for c in self.measured_cases
+            if c.batch in base and c.stats.p50_ms > 0
+        }
 
     @property
     def failed_cases(self) -> tuple[BenchCase, ...]:

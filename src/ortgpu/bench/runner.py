@@ -72,7 +72,8 @@ class BenchInputError(BadInputError):
 class BenchRequest:
     """What to benchmark and how; validated by :func:`run_bench` before anything runs.
 
-    ``ep`` None: the best available EP. ``all_modes``: the user asked for every mode, so a mode the EP cannot do
+    ``ep`` None: the best available EP. ``modes`` empty: the config's [run] mode.
+    ``all_modes``: the user asked for every mode, so a mode the EP cannot do
     is skipped with its reason instead of refused (exit 3). ``batches`` empty: the model's default shapes.
     ``warmup`` None: warm up until three consecutive windows agree (at most ``max_warmup_s``). Measurement:
     ``iterations`` runs, or ``duration_s`` seconds (at least MIN_RUNS runs); neither: DEFAULT_DURATION_S.
@@ -108,6 +109,7 @@ class BenchRequest:
     baseline: Path | None = None
     max_regression: float = 0.10
     package: Path | None = None
+    against_defaults: bool = False  # then bench ORT's defaults (no config, mode run) too, in the same process
 
     def validate(self) -> None:
         """Raise BenchInputError (exit 2) for settings that cannot be measured."""
@@ -1003,6 +1005,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
 
     tell = progress or (lambda message, fraction=None: None)
     started = time.perf_counter()
+    if not request.modes:  # no --mode: the config's [run] mode (what tune found), else run
+        request = dataclasses.replace(request, modes=(BenchMode(load_config(request.config).run["mode"]),))
     request.validate()
     _check_output_folder(request.save, "--save")
     _check_output_folder(request.report, "--report")
@@ -1074,6 +1078,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         result = dataclasses.replace(
             result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
         )
+    if request.against_defaults:
+        result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
@@ -1085,3 +1091,21 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
 
         write_report(result, request.report)
     return result
+
+
+def _defaults_of(request: BenchRequest, progress: Progress | None) -> BenchResult:
+    """The same model, batches and measurement with ORT's defaults: no config, numpy in/out (what users get)."""
+    plain = dataclasses.replace(
+        request,
+        config=None,
+        modes=(BenchMode.RUN,),
+        all_modes=False,
+        provider_options={},
+        compare_cpu=False,
+        save=None,
+        report=None,
+        baseline=None,
+        against_defaults=False,
+    )
+    tell = progress or (lambda message, fraction=None: None)
+    return run_bench(plain, lambda message, fraction=None: tell(f"ORT defaults: {message}", fraction))

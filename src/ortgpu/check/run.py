@@ -472,6 +472,8 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
 
 def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
+        base = Precision.FP16
     outputs = executed.outputs
     if reference is not None:
         compared = _compare_all(request, outputs, reference, base)
