@@ -359,8 +359,7 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResu
     raises ProviderUnavailableError (exit 3). Ctrl-C ends the search: the result then holds the trials that
     finished, and the config is written from the best of them.
     """
-    import optuna
-
+    optuna = _import_optuna()
     from ortgpu.model.inspect import inspect_model
 
     tell = progress or _silent
@@ -565,6 +564,18 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResu
         stopped=stopped,
         notes=tuple(f"{v.key}: {'; '.join(v.notes)}" for v in variants.values() if v.notes),
     )
+
+
+def _import_optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        from ortgpu.errors import EnvironmentUnfitError
+
+        raise EnvironmentUnfitError(
+            "ortgpu tune needs Optuna, which is not installed", "pip install 'ortgpu[tune]' (optuna, sympy)"
+        ) from None
+    return optuna
 
 
 def _short(params: Mapping[str, Any]) -> str:

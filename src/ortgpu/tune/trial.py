@@ -120,6 +120,7 @@ def run_child(
         except (BrokenPipeError, OSError):
             pass
 
+    final = len(spec.get("stages") or ()) - 1
     send(json.dumps(dict(spec)))
     try:
         while True:
@@ -152,7 +153,10 @@ def run_child(
             kind = event.get("event")
             if kind == "stage":
                 stages.append(float(event["value"]))
-                keep = on_stage(int(event["step"]), float(event["value"])) if on_stage is not None else True
+                step = int(event["step"])
+                keep = on_stage(step, float(event["value"])) if on_stage is not None else True
+                if step >= final:  # the measurement is complete: a verdict now would only throw it away
+                    continue
                 if not keep:
                     send("stop")
                     _kill(process)

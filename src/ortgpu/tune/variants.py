@@ -136,6 +136,11 @@ def _save(model: Any, target: Path) -> None:
 
     from ortgpu.atomic import atomic_write
 
+    domains = {node.domain for node in model.graph.node if node.domain not in ("", "ai.onnx")}
+    declared = {o.domain for o in model.opset_import}
+    for domain in sorted(domains - declared):  # the optimizer writes contrib ops without always declaring them
+        model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
+
     external = model.ByteSize() > 1_800_000_000  # protobuf's 2 GB limit: weights go next to it
     if external:
         onnx.save_model(model, str(target), save_as_external_data=True, location=target.name + ".data")
