@@ -155,9 +155,7 @@ def run_child(
                 stages.append(float(event["value"]))
                 step = int(event["step"])
                 keep = on_stage(step, float(event["value"])) if on_stage is not None else True
-                if step >= final:  # the measurement is complete: a verdict now would only throw it away
-                    continue
-                if not keep:
+                if not keep and step < final:  # after the last stage the measurement is complete: keep it
                     send("stop")
                     _kill(process)
                     return outcome("pruned", f"stopped after stage {int(event['step']) + 1} by the pruner")
