@@ -152,6 +152,8 @@ def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
 
     if request.ep is None:
         return best_available_ep()[0]
+    if request.ep is ExecutionProvider.CPU:
+        return request.ep
     probe = probe_provider(request.ep, request.device_id)
     if not probe.active:
         from ortgpu.session import ProviderUnavailableError
