@@ -94,9 +94,12 @@ def read_registry(provider: str, ops: Iterable[tuple[str, str]], timeout_s: floa
             OpSchema(d, op, int(since), tuple(ins), tuple(outs), bool(vi), bool(vo))
             for d, op, since, ins, outs, vi, vo in doc["schemas"]
         )
-        return Registry(provider, str(doc["ort_version"]), kernels, schemas)
+        total, version = int(doc["provider_kernels"]), str(doc["ort_version"])
     except (ValueError, KeyError, TypeError) as exc:
         raise RegistryError(f"the registry child answered something unreadable ({exc})") from None
+    if total == 0:  # the EP is not compiled into this build, or registered nothing: no answer, not "no kernel"
+        raise RegistryError(f"onnxruntime {version} registers no kernel at all for {provider}")
+    return Registry(provider, version, kernels, schemas)
 
 
 def _failure(returncode: int, stderr: str) -> str:
@@ -193,12 +196,18 @@ def _dump(provider: str, ops: set[tuple[str, str]]) -> dict[str, Any]:
                 bool(outs) and outs[-1].option == variadic,
             ]
         )
+    registered = [k for k in C.get_all_opkernel_def() if k.provider == provider]
     kernels = [
         [k.domain, k.op_name, int(k.version_range[0]), int(k.version_range[1]), dict(k.type_constraints)]
-        for k in C.get_all_opkernel_def()
-        if k.provider == provider and (k.domain, k.op_name) in ops
+        for k in registered
+        if (k.domain, k.op_name) in ops
     ]
-    return {"ort_version": ort.__version__, "kernels": kernels, "schemas": schemas}
+    return {
+        "ort_version": ort.__version__,
+        "provider_kernels": len(registered),
+        "kernels": kernels,
+        "schemas": schemas,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
