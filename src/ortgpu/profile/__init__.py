@@ -18,7 +18,7 @@ from ortgpu.profile.result import (
     RunTimes,
     TimelineEntry,
 )
-from ortgpu.profile.run import OutputPathError, ProfileRequest, run_profile
+from ortgpu.profile.run import OutputPathError, ProfileRequest, compare_runs, run_profile
 
 __all__ = [
     "CompareRow",
@@ -37,5 +37,6 @@ __all__ = [
     "ProfileRun",
     "RunTimes",
     "TimelineEntry",
+    "compare_runs",
     "run_profile",
 ]

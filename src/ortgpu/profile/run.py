@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ortgpu.model.inputs import InputSpec
 
-__all__ = ["OutputPathError", "ProfileRequest", "run_profile"]
+__all__ = ["OutputPathError", "ProfileRequest", "compare_runs", "run_profile"]
 
 Progress = Callable[[str, float | None], None]
 _CHILD_TIMEOUT_S = 1800.0
@@ -134,7 +134,7 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
         model_node_count=info.node_count,
         ort_version=ort.__version__,
         runs=tuple(runs),
-        comparison=_compare(runs[0], runs[1]) if len(runs) > 1 else (),
+        comparison=compare_runs(runs[0], runs[1]) if len(runs) > 1 else (),
         elapsed_s=time.perf_counter() - start,
     )
     if request.report is not None:
@@ -362,7 +362,9 @@ def _memcpy(
     )
 
 
-def _compare(base: ProfileRun, other: ProfileRun) -> tuple[CompareRow, ...]:
+def compare_runs(base: ProfileRun, other: ProfileRun) -> tuple[CompareRow, ...]:
+    """Op types of two profiled runs side by side (time per run and share), heaviest first."""
+
     def per_op(run: ProfileRun) -> dict[str, tuple[float, float | None]]:
         out: dict[str, tuple[float, float | None]] = {}
         for row in run.ops:
