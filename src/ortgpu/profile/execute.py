@@ -239,7 +239,7 @@ def execute_in_child(spec: ExecuteSpec, env: Mapping[str, str], timeout_s: float
         )
     except subprocess.TimeoutExpired:
         raise ProfiledRunError(
-            f"the profiled session did not finish within {timeout_s:.0f} s", "profile fewer runs (--runs)"
+            f"the profiled session did not finish within {timeout_s:.0f} s", "profile fewer runs"
         ) from None
     if proc.returncode != 0:
         if proc.returncode < 0:
@@ -252,7 +252,7 @@ def execute_in_child(spec: ExecuteSpec, env: Mapping[str, str], timeout_s: float
         last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
         raise ProfiledRunError(
             f"the profiled session {how} in its child process" + (f": {last[-400:]}" if last else ""),
-            "re-run with --gpu-timing async to profile in this process, and report the error",
+            "profile with asynchronous launches (in this process) to see the error, and report it",
         )
     try:
         doc = json.loads(proc.stdout)

@@ -123,8 +123,8 @@ def _coverage(inputs: HintInputs) -> Hint | None:
     if inputs.ep.is_gpu:
         return Hint(
             HintKind.OUTSIDE_NODES,
-            f"{outside:.0%} of a run is outside the nodes: input and "
-            "output copies and ORT's own work; try IO binding and CUDA graphs (`ortgpu bench --mode all`)",
+            f"{outside:.0%} of a run is outside the nodes: input and output copies and ORT's own work; try IO "
+            "binding and CUDA graphs (the iobinding and cudagraph modes of `ortgpu bench`)",
         )
     return Hint(
         HintKind.OUTSIDE_NODES,

@@ -207,7 +207,7 @@ class CompareRow:
 
 @dataclass(frozen=True)
 class ProfileResult:
-    """`ortgpu profile`: one profiled run, or two side by side (``--compare``)."""
+    """`ortgpu profile`: one profiled run, or two configs side by side."""
 
     model: Path
     model_sha256: str
