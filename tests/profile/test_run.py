@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -150,5 +151,9 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path: Path, models: S
         run_profile(_request(model, report=tmp_path / "r.txt"))
     toml = tmp_path / "c.json"
     toml.write_text("")
-    with pytest.raises(OutputPathError, match="one of the inputs"):
+    with pytest.raises(OutputPathError, match="is the input"):
         run_profile(_request(model, config=Config(source=toml), trace=toml))
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputPathError, match="FIFO"):
+        run_profile(_request(model, trace=fifo))

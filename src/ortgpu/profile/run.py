@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ExecutionProvider, GraphOptimizationLevel
 from ortgpu.errors import BadInputError
+from ortgpu.output_paths import OutputPathError, check_outputs
 from ortgpu.placement import MEMCPY_OP_TYPES, PlacementReport, parse_verbose_log
 from ortgpu.profile import fusion as fusion_mod
 from ortgpu.profile import trace as trace_mod
@@ -38,10 +39,6 @@ __all__ = ["OutputPathError", "ProfileRequest", "compare_runs", "run_profile"]
 Progress = Callable[[str, float | None], None]
 _CHILD_TIMEOUT_S = 1800.0
 _CPU = "CPUExecutionProvider"
-
-
-class OutputPathError(BadInputError):
-    """A file ortgpu profile was asked to write cannot be written there (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -75,19 +72,9 @@ def _silent(message: str, fraction: float | None = None) -> None:
     """The progress callback used when the caller gives none."""
 
 
-def _check_output(path: Path | None, suffix: str, what: str, protected: set[Path]) -> None:
-    if path is None:
-        return
-    if path.suffix.lower() != suffix:
+def _check_suffix(path: Path | None, suffix: str, what: str) -> None:
+    if path is not None and path.suffix.lower() != suffix:
         raise OutputPathError(f"{what} {path}: the file name must end in {suffix}", f"e.g. {path.stem}{suffix}")
-    if path.is_dir():
-        raise OutputPathError(f"{what} {path} is a directory", f"give a file name, e.g. {path / ('profile' + suffix)}")
-    if path.exists() and not path.is_file():
-        raise OutputPathError(f"{what} {path} exists and is not a regular file", "give another file name")
-    if not path.parent.is_dir():
-        raise OutputPathError(f"{what} {path}: folder {path.parent} does not exist", "create it first")
-    if path.resolve() in protected:
-        raise OutputPathError(f"{what} {path} is one of the inputs; it would be overwritten", "give another name")
 
 
 def run_profile(request: ProfileRequest, progress: Progress | None = None) -> ProfileResult:
@@ -108,10 +95,13 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
         raise BadInputError(f"warm-up runs {request.warmup} is negative", "use 0 or more")
     report("reading the model", 0.0)
     info, original = load_model(request.model)
-    protected = {info.path.resolve(), *(Path(p).resolve() for p in _inputs_of(request))}
-    _check_output(request.trace, ".json", "trace file", protected)
-    _check_output(request.compare_trace, ".json", "compare trace file", protected)
-    _check_output(request.report, ".html", "report", protected)
+    _check_suffix(request.trace, ".json", "trace file")
+    _check_suffix(request.compare_trace, ".json", "compare trace file")
+    _check_suffix(request.report, ".html", "report")
+    check_outputs(
+        {"trace file": request.trace, "compare trace file": request.compare_trace, "report": request.report},
+        (info.path, *_inputs_of(request)),
+    )
     ep, ep_reason = (request.ep, None) if request.ep is not None else best_available_ep()
     spec_inputs = request.inputs if request.inputs is not None else request.config.inputs
     configs = [("defaults" if request.config.source is None else request.config.source.name, request.config)]
