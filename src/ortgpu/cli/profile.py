@@ -185,10 +185,19 @@ def _render_run(run: Any, console: Any, table_type: Any) -> None:
     if len(run.ops) > _ROWS:
         console.print(f"  [dim]... {len(run.ops) - _ROWS} more op types (see --json or --report)[/]")
     nodes = table_type(show_edge=False, pad_edge=False, title="Heaviest nodes", title_justify="left")
-    for column in ("node", "op type", "provider", "per run", "share"):
-        nodes.add_column(column, justify="right" if column in ("per run", "share") else "left", overflow="fold")
+    for column in ("node", "op type", "provider", "calls", "per run", "per call", "share"):
+        left = column in ("node", "op type", "provider")
+        nodes.add_column(column, justify="left" if left else "right", overflow="fold")
     for row in run.nodes[:_ROWS]:
-        nodes.add_row(_x(row.name), _x(row.op_type), _x(_short(row.provider)), _us(row.per_run_us), _pct(row.share))
+        nodes.add_row(
+            _x(row.name),
+            _x(row.op_type),
+            _x(_short(row.provider)),
+            str(row.calls),
+            _us(row.per_run_us),
+            _us(row.mean_us),
+            _pct(row.share),
+        )
     console.print(nodes)
     if run.memcpy.nodes:
         console.print(
