@@ -66,8 +66,12 @@ def test_bad_input_is_exit_2_in_one_line_and_writes_nothing(
     assert {p.name for p in workdir.iterdir()} == before
 
 
-def test_hostile_node_names_are_shown_literally(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_hostile_node_names_are_shown_literally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import onnx
+
+    monkeypatch.setenv("COLUMNS", "200")  # the name stays on one line
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
