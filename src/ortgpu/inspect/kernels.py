@@ -46,13 +46,17 @@ def _opsets(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def registry_coverage(
-    model: onnx.ModelProto, inference: Inference, provider: str = CUDA, reason_prefix: str = ""
+    model: onnx.ModelProto,
+    inference: Inference,
+    provider: str = CUDA,
+    reason_prefix: str = "",
+    timeout_s: float = 120.0,
 ) -> KernelCoverage:
     """Match every node (subgraphs included) against ``provider``'s kernel registry; raises RegistryError when
-    the registry cannot be read."""
+    the registry cannot be read (within ``timeout_s``)."""
     start = time.perf_counter()
     nodes = [item.proto for item in walk(model.graph)]
-    registry = read_registry(provider, {(n.domain, n.op_type) for n in nodes})
+    registry = read_registry(provider, {(n.domain, n.op_type) for n in nodes}, timeout_s)
     opsets = _opsets(model)
     off = []
     for node in nodes:
