@@ -1,6 +1,6 @@
 """GPU evidence for `ortgpu profile` and `ortgpu inspect`: ResNet-50 and BERT-base, defaults against fp16 / NHWC.
 
-    python benchmarks/h200_profile.py OUT_DIR [--ep cuda|cpu] [--tiny] [--runs 10] [--warmup 5]
+    python benchmarks/h200_profile.py OUT_DIR [--ep cuda|cpu] [--tiny] [--runs 10] [--warmup 5] [--work DIR]
 
 Exports ResNet-50 (torchvision, random weights, batch 8) and BERT-base (transformers BertModel from its config,
 random weights, batch 1 x sequence 128) as h200_check.py does, converts each to fp16 with onnxruntime's
@@ -17,8 +17,9 @@ Writes into OUT_DIR:
 `<case>.profile.json` (the profile's JSON envelope) and `<case>.txt` (its tables), `<model>-report.html`
 (defaults against fp16 + NHWC side by side), `<model>.inspect.json`, `traces/<case>.trace.json` (ORT's raw
 chrome traces), `environment.json` and the summary `h200-profile.json` / `h200-profile.md`.
-About 2 minutes on the H200. `--ep cpu --tiny` is the dry run on a CPU machine: ortgpu's demo model (it has
-Conv) stands in for ResNet-50 and a small token model for BERT, nothing is exported. Fully offline.
+The summary is rewritten after every step, most telling cases first, so a run stopped by a time limit keeps
+what finished. About 2 minutes on the H200. `--ep cpu --tiny` is the dry run on a CPU machine: ortgpu's demo
+model (it has Conv) stands in for ResNet-50 and a small token model for BERT, nothing is exported. Offline.
 """
 
 from __future__ import annotations
@@ -230,6 +231,96 @@ def tiny_models(folder: Path) -> tuple[Path, Path]:
     return build_demo_model(folder / "resnet_stand_in.onnx"), build_token_model(folder / "bert_stand_in.onnx")
 
 
+class Evidence:
+    """What has been measured so far; the summary is rewritten after each step, so a run cut short keeps it."""
+
+    def __init__(self, out: Path, env: dict[str, Any], command: str) -> None:
+        self.out, self.env, self.command = out, env, command
+        self.rows: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {}
+        self.comparisons: dict[str, Any] = {}
+        self.inspected: list[dict[str, Any]] = []
+        self.exporters: dict[str, str] = {}
+
+    def write(self) -> None:
+        summary = {
+            "environment": self.env,
+            "command": self.command,
+            "cases": self.rows,
+            "comparisons": self.comparisons,
+            "inspect": self.inspected,
+        }
+        atomic_write_text(self.out / "h200-profile.json", json.dumps(summary, indent=1, default=str) + "\n")
+        good = [i for i in self.inspected if "error" not in i]
+        text = markdown(self.env, self.rows, self.comparisons, good, self.command, self.exporters)
+        atomic_write_text(self.out / "h200-profile.md", text)
+
+
+def profile_case(evidence: Evidence, case: str, model: Path, config: Path | None, inputs: InputSpec,
+                 timing: Any, ep: ExecutionProvider, args: argparse.Namespace) -> None:  # fmt: skip
+    from ortgpu.profile import ProfileRequest, run_profile
+
+    started = time.perf_counter()
+    print(f"profiling {case}", flush=True)
+    try:
+        result = run_profile(
+            ProfileRequest(
+                model=model,
+                ep=ep,
+                config=load_config(config),
+                inputs=inputs,
+                runs=args.runs,
+                warmup=args.warmup,
+                trace=evidence.out / "traces" / f"{case}.trace.json",
+                gpu_timing=timing,
+            )
+        )
+    except Exception as exc:  # one failed case must not lose the others' evidence
+        evidence.rows.append({"case": case, "error": f"{type(exc).__name__}: {exc}"})
+        evidence.write()
+        return
+    evidence.results[case] = result
+    out = evidence.out
+    atomic_write_text(out / f"{case}.profile.json", json.dumps(envelope("profile", result), indent=1) + "\n")
+    atomic_write_text(out / f"{case}.txt", render_text(result))
+    evidence.rows.append({**summary_row(case, result), "wall_s": time.perf_counter() - started})
+    evidence.write()
+
+
+def report_pair(evidence: Evidence, name: str, base: str, other: str | None) -> None:
+    """One HTML report: ``base`` alone, or ``base`` and ``other`` side by side."""
+    from ortgpu.profile import ProfileResult, compare_runs
+    from ortgpu.profile.report import write_report
+
+    results = evidence.results
+    if base not in results or (other is not None and other not in results):
+        return
+    first = dataclasses.replace(results[base].main, label=f"{base} defaults")
+    runs = [first]
+    compared: tuple[Any, ...] = ()
+    if other is not None:
+        second = dataclasses.replace(results[other].main, label=other)
+        runs.append(second)
+        compared = compare_runs(first, second)
+        evidence.comparisons[name] = {
+            "base": first.label,
+            "other": second.label,
+            "rows": [dataclasses.asdict(r) for r in compared],
+        }
+    path = evidence.out / f"{name}-report.html"
+    combined = ProfileResult(
+        model=results[base].model,
+        model_sha256=results[base].model_sha256,
+        model_node_count=results[base].model_node_count,
+        ort_version=results[base].ort_version,
+        runs=tuple(runs),
+        comparison=compared,
+        report=path,
+    )
+    write_report(combined, path)
+    evidence.write()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
@@ -237,10 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="built-in stand-ins instead of exported models")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--work", type=Path, help="folder for the models (default: a temporary one, removed)")
     args = parser.parse_args(argv)
     from ortgpu.model.zoo import build_cpu_only_op_model
-    from ortgpu.profile import GpuTiming, ProfileRequest, ProfileResult, compare_runs, run_profile
-    from ortgpu.profile.report import write_report
+    from ortgpu.profile import GpuTiming
 
     out: Path = args.out
     (out / "traces").mkdir(parents=True, exist_ok=True)
@@ -249,103 +340,50 @@ def main(argv: list[str] | None = None) -> int:
     ep = ExecutionProvider(args.ep)
     command = "python benchmarks/h200_profile.py OUT_DIR" + (f" --ep {args.ep}" if args.ep != "cuda" else "")
     command += " --tiny" if args.tiny else ""
-    rows: list[dict[str, Any]] = []
-    results: dict[str, Any] = {}
-    comparisons: dict[str, Any] = {}
-    inspected: list[dict[str, Any]] = []
-    exporters: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="ortgpu-h200-profile-") as tmp:
+    evidence = Evidence(out, env, command)
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+    sync, launch = GpuTiming.SYNC, GpuTiming.ASYNC
+    with tempfile.TemporaryDirectory(prefix="ortgpu-h200-profile-", dir=args.work) as tmp:
         folder = Path(tmp)
         nhwc = folder / "nhwc.toml"
         nhwc.write_text("[ep.cuda]\nprefer_nhwc = true\n", encoding="utf-8")
+        cpu_only = build_cpu_only_op_model(folder / "cpu_only_op.onnx")
         if args.tiny:
             resnet, bert = tiny_models(folder)
             resnet_inputs, bert_inputs = InputSpec(dims={"batch": RESNET_BATCH}), InputSpec(dims={"sequence": 16})
         else:
-            resnet, exporters["resnet50"] = export_resnet50(folder)
-            bert, exporters["bert_base"] = export_bert(folder, dynamic=False)
+            resnet, evidence.exporters["resnet50"] = export_resnet50(folder)
+            bert, evidence.exporters["bert_base"] = export_bert(folder, dynamic=False)
             resnet_inputs = InputSpec(dims={"batch": RESNET_BATCH})
             bert_inputs = InputSpec(ranges={"attention_mask": (1, 1), "token_type_ids": (0, 0)})
-        cpu_only = build_cpu_only_op_model(folder / "cpu_only_op.onnx")
-        cases: list[tuple[str, Path, Path | None, InputSpec, GpuTiming]] = [
-            ("resnet50-fp32", resnet, None, resnet_inputs, GpuTiming.SYNC),
-            ("resnet50-fp32-nhwc", resnet, nhwc, resnet_inputs, GpuTiming.SYNC),
-            ("resnet50-fp16", to_fp16(resnet), None, resnet_inputs, GpuTiming.SYNC),
-            ("resnet50-fp16-nhwc", resnet.with_name(resnet.stem + "_fp16.onnx"), nhwc, resnet_inputs, GpuTiming.SYNC),
-            ("bert-fp32", bert, None, bert_inputs, GpuTiming.SYNC),
-            ("bert-fp16", to_fp16(bert), None, bert_inputs, GpuTiming.SYNC),
-            ("cpu-only-op", cpu_only, None, InputSpec(), GpuTiming.SYNC),
-        ]
-        if ep.is_gpu:
-            cases.append(("resnet50-fp32-async", resnet, None, resnet_inputs, GpuTiming.ASYNC))
-        for case, model, config_path, inputs, timing in cases:
-            started = time.perf_counter()
-            print(f"profiling {case}", flush=True)
-            try:
-                result = run_profile(
-                    ProfileRequest(
-                        model=model,
-                        ep=ep,
-                        config=load_config(config_path),
-                        inputs=inputs,
-                        runs=args.runs,
-                        warmup=args.warmup,
-                        trace=out / "traces" / f"{case}.trace.json",
-                        gpu_timing=timing,
-                    )
-                )
-            except Exception as exc:  # one failed case must not lose the others' evidence
-                rows.append({"case": case, "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            results[case] = result
-            atomic_write_text(out / f"{case}.profile.json", json.dumps(envelope("profile", result), indent=1) + "\n")
-            atomic_write_text(out / f"{case}.txt", render_text(result))
-            rows.append({**summary_row(case, result), "wall_s": time.perf_counter() - started})
-        for name, base, other in (
-            ("resnet50", "resnet50-fp32", "resnet50-fp16-nhwc"),
-            ("bert", "bert-fp32", "bert-fp16"),
-            ("cpu-only-op", "cpu-only-op", None),
-        ):
-            if base not in results or (other is not None and other not in results):
-                continue
-            first = dataclasses.replace(results[base].main, label=f"{base} defaults")
-            runs = [first]
-            compared: tuple[Any, ...] = ()
-            if other is not None:
-                second = dataclasses.replace(results[other].main, label=other)
-                runs.append(second)
-                compared = compare_runs(first, second)
-                comparisons[name] = {
-                    "base": first.label,
-                    "other": second.label,
-                    "rows": [dataclasses.asdict(r) for r in compared],
-                }
-            combined = ProfileResult(
-                model=results[base].model,
-                model_sha256=results[base].model_sha256,
-                model_node_count=results[base].model_node_count,
-                ort_version=results[base].ort_version,
-                runs=tuple(runs),
-                comparison=compared,
-                report=out / f"{name}-report.html",
-            )
-            write_report(combined, out / f"{name}-report.html")
-        for name, model in (("resnet50", resnet), ("bert", bert), ("cpu-only-op", cpu_only)):
+        # Most telling first: a run cut short by its time limit keeps the defaults-vs-tuned pairs and the hints.
+        resnet16 = to_fp16(resnet)
+        profile_case(evidence, "resnet50-fp32", resnet, None, resnet_inputs, sync, ep, args)
+        profile_case(evidence, "resnet50-fp16-nhwc", resnet16, nhwc, resnet_inputs, sync, ep, args)
+        report_pair(evidence, "resnet50", "resnet50-fp32", "resnet50-fp16-nhwc")
+        bert16 = to_fp16(bert)
+        profile_case(evidence, "bert-fp32", bert, None, bert_inputs, sync, ep, args)
+        profile_case(evidence, "bert-fp16", bert16, None, bert_inputs, sync, ep, args)
+        report_pair(evidence, "bert", "bert-fp32", "bert-fp16")
+        profile_case(evidence, "cpu-only-op", cpu_only, None, InputSpec(), sync, ep, args)
+        report_pair(evidence, "cpu-only-op", "cpu-only-op", None)
+        for name, model in (("cpu-only-op", cpu_only), ("resnet50", resnet), ("bert", bert)):
             print(f"inspecting {name}", flush=True)
             try:
-                inspected.append(inspect_case(name, model, out, ep, registry=name == "cpu-only-op"))
+                evidence.inspected.append(inspect_case(name, model, out, ep, registry=name == "cpu-only-op"))
             except Exception as exc:  # keep going: the profile evidence is already written
-                inspected.append({"model": name, "error": f"{type(exc).__name__}: {exc}"})
-    summary = {"environment": env, "command": command, "cases": rows, "comparisons": comparisons,
-               "inspect": inspected}  # fmt: skip
-    atomic_write_text(out / "h200-profile.json", json.dumps(summary, indent=1, default=str) + "\n")
-    good = [i for i in inspected if "error" not in i]
-    atomic_write_text(out / "h200-profile.md", markdown(env, rows, comparisons, good, command, exporters))
-    for item in inspected:
+                evidence.inspected.append({"model": name, "error": f"{type(exc).__name__}: {exc}"})
+            evidence.write()
+        if ep.is_gpu:
+            profile_case(evidence, "resnet50-fp32-async", resnet, None, resnet_inputs, launch, ep, args)
+        profile_case(evidence, "resnet50-fp32-nhwc", resnet, nhwc, resnet_inputs, sync, ep, args)
+        profile_case(evidence, "resnet50-fp16", resnet16, None, resnet_inputs, sync, ep, args)
+    for item in evidence.inspected:
         if "error" in item:
             print(f"inspect {item['model']} failed: {item['error']}", file=sys.stderr)
     print((out / "h200-profile.md").read_text(encoding="utf-8"))
-    return 0 if all("error" not in r for r in rows) else 1
+    return 0 if all("error" not in r for r in evidence.rows) else 1
 
 
 if __name__ == "__main__":

@@ -266,8 +266,9 @@ def open_session(
         fallback_reason = missing.message
         names, options = ["CPUExecutionProvider"], [{}]
 
+    path = config.model_file_for(model.path, model.sha256)  # [model] file: the tuned copy of this model
     session, elapsed, log_text, logid = _create(
-        model.path, ep, config, names, options, collect_placement, profile_dir, optimized_model_path
+        path, ep, config, names, options, collect_placement, profile_dir, optimized_model_path
     )
     active_names = list(session.get_providers())
     if ep.ort_name not in active_names and fallback_reason is None:
