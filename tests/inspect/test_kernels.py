@@ -93,7 +93,7 @@ def test_gpu_build_without_a_gpu_is_not_determined_with_both_causes(
     """onnxruntime-gpu on a machine without CUDA: the CUDA session falls back, the registry child crashes."""
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", CPU])
 
-    def crashed(provider: str, ops: object) -> None:
+    def crashed(provider: str, ops: object, timeout_s: float = 0.0) -> None:
         raise RegistryError("crashed (SIGSEGV); libonnxruntime_providers_cuda.so could not be loaded")
 
     monkeypatch.setattr(kernels_module, "read_registry", crashed)
@@ -111,7 +111,7 @@ def test_gpu_build_falls_back_to_the_registry_when_no_session_can_be_built(
 ) -> None:
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", CPU])
     real = kernels_module.read_registry
-    monkeypatch.setattr(kernels_module, "read_registry", lambda provider, ops: real(CPU, ops))
+    monkeypatch.setattr(kernels_module, "read_registry", lambda provider, ops, timeout_s: real(CPU, ops, timeout_s))
     path = zoo.build_tiny_model(tmp_path / "tiny.onnx")
     info, proto = load_model(path)
     coverage = kernels_module.kernel_coverage(info, proto, infer_shapes(proto))
