@@ -158,3 +158,58 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path: Path, models: S
         os.mkfifo(fifo)
         with pytest.raises(OutputPathError, match="FIFO"):
             run_profile(_request(model, trace=fifo))
+
+
+def _tanh_copy(source: Path, target: Path) -> Path:
+    """The same graph with its last op changed: what a tuned copy of a model looks like to the profile."""
+    import onnx
+
+    model = onnx.load(source)
+    model.graph.node[-1].op_type = "Tanh"
+    onnx.save(model, target)
+    return target
+
+
+def test_a_tuned_configs_model_file_is_what_runs_and_what_fusion_compares(
+    tmp_path: Path, models: SimpleNamespace
+) -> None:
+    import hashlib
+
+    model = models.matmul_heavy(tmp_path / "heavy.onnx", width=16)
+    copy = _tanh_copy(model, tmp_path / "heavy_tuned.onnx")
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (model, copy)}
+    toml = tmp_path / "tuned.toml"
+    toml.write_text(f'[model]\nfile = "heavy_tuned.onnx"\nsha256 = "{sha[copy]}"\nsource_sha256 = "{sha[model]}"\n')
+    result = run_profile(_request(model, compare=load_config(toml), compare_trace=tmp_path / "c.json"))
+    base, tuned = result.runs
+    assert {r.op_type for r in base.ops} == {"MatMul", "Sigmoid"}
+    assert {r.op_type for r in tuned.ops} == {"MatMul", "Tanh"}
+    assert tuned.fusion.removed == {} and tuned.fusion.created == {}  # compared with the file that ran
+    assert tuned.notes[0] == "ran the config's [model] file heavy_tuned.onnx (a converted copy of heavy.onnx)"
+
+
+def test_the_child_process_gets_the_whole_config(tmp_path: Path) -> None:
+    from ortgpu.profile.execute import ExecuteSpec, _spec_from_json, _spec_to_json
+
+    toml = tmp_path / "c.toml"
+    (tmp_path / "m.onnx").write_bytes(b"")
+    toml.write_text(
+        '[session]\ngraph_optimization_level = "basic"\n[ep.cuda]\nprefer_nhwc = true\n'
+        '[model]\nfile = "m.onnx"\nprecision = "fp16"\n[inputs]\nseed = 7\n'
+    )
+    config = load_config(toml)
+    spec = ExecuteSpec(
+        tmp_path / "x.onnx",
+        ExecutionProvider.CUDA,
+        config,
+        {"device_id": "0"},
+        1,
+        InputSpec(dims={"b": 2}),
+        1,
+        2,
+        tmp_path,
+    )
+    back = _spec_from_json(json.loads(json.dumps(_spec_to_json(spec))))
+    assert back.config.session == config.session and back.config.ep_options == config.ep_options
+    assert back.config.model == config.model and back.config.run == config.run
+    assert back.config.source == toml and back.inputs == spec.inputs and back.ep_options == {"device_id": "0"}

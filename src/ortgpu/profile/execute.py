@@ -130,6 +130,8 @@ def _spec_to_json(spec: ExecuteSpec) -> dict[str, Any]:
             "ep_options": {ep.value: dict(options) for ep, options in config.ep_options.items()},
             "fallback": config.fallback.value,
             "source": str(config.source) if config.source is not None else None,
+            "model": {k: str(v) if isinstance(v, Path) else v for k, v in config.model.items()},
+            "run": dict(config.run),
         },
         "ep_options": dict(spec.ep_options),
         "device_id": spec.device_id,
@@ -157,6 +159,8 @@ def _spec_from_json(doc: Mapping[str, Any]) -> ExecuteSpec:
         ep_options={ExecutionProvider(k): dict(v) for k, v in raw["ep_options"].items()},
         fallback=Fallback(raw["fallback"]),
         source=Path(raw["source"]) if raw["source"] else None,
+        model={k: Path(v) if k == "file" else v for k, v in raw["model"].items()},
+        run=dict(raw["run"]),
     )
     spec = doc["inputs"]
     inputs = InputSpec(

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,8 +128,6 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
         elapsed_s=time.perf_counter() - start,
     )
     if request.report is not None:
-        from dataclasses import replace
-
         from ortgpu.profile.report import write_report
 
         report("writing the report", 0.95)
@@ -159,6 +157,9 @@ def _profile_one(
     target: Path | None,
     report: Progress,
 ) -> ProfileRun:
+    run_file = config.model_file_for(info.path, info.sha256)  # a tuned config's [model] file runs instead
+    if run_file != info.path:
+        original = fusion_mod.read_graph(run_file)
     work = Path(tempfile.mkdtemp(prefix="ortgpu-profile-"))
     try:
         spec = ExecuteSpec(
@@ -189,9 +190,13 @@ def _profile_one(
             executed.build_log.read_text(encoding="utf-8", errors="replace"),
             executed.active_ep.ort_name,
         )
-        return _analyse(
+        run = _analyse(
             request, ep, ep_reason, label, config, executed, events, kept, original, optimized, placement, spec
         )
+        if run_file != info.path:
+            note = f"ran the config's [model] file {run_file.name} (a converted copy of {info.path.name})"
+            run = replace(run, notes=(note, *run.notes))
+        return run
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
