@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
     "tune": ("ortgpu.cli.tune", "Find the fastest config whose outputs still match fp32; write ortgpu.toml."),
     "bundle": ("ortgpu.cli.bundle", "Copy the files a C/C++ deployment of an ORT package needs, with a manifest."),
+    "inspect": ("ortgpu.cli.inspect", "What a model takes and returns, its ops, and which nodes the CUDA EP takes."),
+    "profile": ("ortgpu.cli.profile", "Where a model's time goes, per op and node, by provider; fusion; report."),
 }
 
 

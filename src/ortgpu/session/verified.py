@@ -171,6 +171,7 @@ def _create(
     options: list[dict[str, str]],
     collect_placement: bool,
     profile_dir: Path | None = None,
+    optimized_model_path: Path | None = None,
 ) -> tuple[Any, float, str, str]:
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
     import onnxruntime as ort
@@ -183,6 +184,12 @@ def _create(
     if profile_dir is not None:
         session_options.enable_profiling = True
         session_options.profile_file_prefix = str(Path(profile_dir) / "ortgpu-profile")
+    if optimized_model_path is not None:
+        # The graph as ORT will run it; weights go to a side file so a large model's graph stays small.
+        session_options.optimized_model_filepath = str(optimized_model_path)
+        session_options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", Path(optimized_model_path).name + ".data"
+        )
     errors = ort_exception_types()
     with capture_native_stderr() as log, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -227,6 +234,7 @@ def open_session(
     *,
     model_info: ModelInfo | None = None,
     profile_dir: Path | None = None,
+    optimized_model_path: Path | None = None,
 ) -> VerifiedSession:
     """Build a session on ``ep`` (default: :func:`best_available_ep`) and prove ``ep`` is the active provider.
 
@@ -235,7 +243,8 @@ def open_session(
     ProviderUnavailableError (exit 3) with the cause, unless ``config.fallback`` is CPU: then the session runs
     on CPU with ``fallback_used`` set. ``collect_placement`` reads the per-node placement from ORT's verbose log.
     ``model_info`` skips a second inspection of a model already inspected; ``profile_dir`` turns ORT profiling
-    on, written there (see :meth:`VerifiedSession.end_profiling`).
+    on, written there (see :meth:`VerifiedSession.end_profiling`); ``optimized_model_path`` makes ORT save the graph
+    it optimised (weights in a ``.data`` file beside it).
     """
     from ortgpu.model.inspect import inspect_model
     from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
@@ -258,7 +267,9 @@ def open_session(
         names, options = ["CPUExecutionProvider"], [{}]
 
     path = config.model_file_for(model.path, model.sha256)  # [model] file: the tuned copy of this model
-    session, elapsed, log_text, logid = _create(path, ep, config, names, options, collect_placement, profile_dir)
+    session, elapsed, log_text, logid = _create(
+        path, ep, config, names, options, collect_placement, profile_dir, optimized_model_path
+    )
     active_names = list(session.get_providers())
     if ep.ort_name not in active_names and fallback_reason is None:
         error = inactive_provider_error(ep, active_names, log_text)
