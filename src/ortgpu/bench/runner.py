@@ -25,6 +25,7 @@ from ortgpu.bench.result import (
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -608,7 +609,7 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 
 
 def _translate(exc: BaseException, ep: ExecutionProvider) -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.failures import Phase, translate_ort_error
 

@@ -37,6 +37,7 @@ from ortgpu.check.result import (
 from ortgpu.config import Config, ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.placement import PlacementReport
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,7 +216,7 @@ def _run_through_wheel(
     request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session import best_available_ep, open_session
 

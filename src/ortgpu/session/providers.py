@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 from ortgpu.config import ExecutionProvider
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
 
 __all__ = [
@@ -31,14 +32,14 @@ _MISSING_LIB = re.compile(r"(?P<lib>lib[\w.+-]+\.so[\w.]*|[\w.+-]+\.dll): cannot
 
 
 def _ort_version() -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.__version__
 
 
 def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
     """``ep`` is not even compiled into the onnxruntime that Python imports: name the distribution and the fix."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.env.distributions import Flavour, find_distributions
 
@@ -118,7 +119,7 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
 
     if not sys.platform.startswith("linux"):
         return None
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.env.load_attempt import LoadOutcome, attempt_load, provider_libraries
 
@@ -162,7 +163,7 @@ class ProviderProbe:
 def probe_provider(ep: ExecutionProvider, device_id: int = 0) -> ProviderProbe:
     """Build a one-node session on ``ep`` and see whether ORT keeps it (cached: a process's libraries do not
     change). The CUDA context it creates is reused by the next session on the same device."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
     from onnx import TensorProto, helper
 
     if ep.ort_name not in ort.get_available_providers():
@@ -196,7 +197,7 @@ def best_available_ep() -> tuple[ExecutionProvider, str]:
     CUDA when this onnxruntime has it and it really starts; else CPU with the reason. TensorRT is never picked
     by default (its engine builds take minutes): ask for it.
     """
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     available = ort.get_available_providers()
     version = ort.__version__

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
 from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -98,7 +99,7 @@ class VerifiedSession:
         return outputs
 
     def _run_impl(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None) -> list[np.ndarray]:
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         try:
             return self.ort.run(list(output_names) if output_names else None, dict(feeds), self._run_options)
@@ -158,7 +159,7 @@ class VerifiedSession:
 
 
 def _available_providers() -> list[str]:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.get_available_providers()
 
@@ -173,7 +174,7 @@ def _create(
     profile_dir: Path | None = None,
 ) -> tuple[Any, float, str, str]:
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.capture import capture_native_stderr
 

@@ -29,7 +29,7 @@ def distribution_checks(dists: DistributionsReport, ort: OrtBuild) -> list[Check
                 Status.FAIL,
                 "no distribution provides the onnxruntime module on this Python's path",
                 cause="onnxruntime is not installed for this Python",
-                fix=f"{pip()} install onnxruntime-gpu",
+                fix=f"{pip()} install 'onnxruntime-gpu[cuda,cudnn]' (what `pip install 'ortgpu[gpu]'` installs)",
                 details=details,
             )
         ]
