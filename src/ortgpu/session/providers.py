@@ -9,6 +9,7 @@ from pathlib import Path, PureWindowsPath
 
 from ortgpu.config import ExecutionProvider
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded
 from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
 
 __all__ = [
@@ -168,6 +169,8 @@ def probe_provider(ep: ExecutionProvider, device_id: int = 0) -> ProviderProbe:
 
     if ep.ort_name not in ort.get_available_providers():
         return ProviderProbe(ep, False, str(missing_from_build_error(ep)))
+    if ep.is_gpu:
+        ensure_preloaded()  # as open_session does: the probe must see the libraries a real session would
     from ortgpu.session.capture import capture_native_stderr
     from ortgpu.session.failures import ort_exception_types
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
 from ortgpu.placement import PlacementReport, parse_verbose_log
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -57,6 +58,7 @@ class VerifiedSession:
         placement: PlacementReport | None = None,
         placement_note: str | None = None,
         build_log: str = "",
+        cuda_libraries: str | None = None,
     ) -> None:
         self.ort = ort
         self.model = model
@@ -73,6 +75,7 @@ class VerifiedSession:
         self.placement = placement
         self.placement_note = placement_note
         self.build_log = build_log  # what ORT logged while the session was built (captured, not printed)
+        self.cuda_libraries = cuda_libraries  # GPU EPs: how CUDA/cuDNN were loaded (ortgpu.runtime.preload)
         self.last_run_s: float | None = None
         self.warmup_s: tuple[float, ...] = ()
         self.warmup_shapes: dict[str, tuple[int, ...]] = {}
@@ -250,6 +253,7 @@ def open_session(
         ep = ExecutionProvider.parse(ep)
     names, options = provider_chain(ep, config, provider_options, device_id)
     device = device_of(options[0]) if ep.is_gpu else 0
+    cuda_libraries = ensure_preloaded().summary if ep.is_gpu else None
     fallback_reason = None
     if ep.ort_name not in _available_providers():
         missing = missing_from_build_error(ep)
@@ -288,6 +292,7 @@ def open_session(
         placement=placement,
         placement_note=placement_note,
         build_log=log_text,
+        cuda_libraries=cuda_libraries,
     )
 
 
