@@ -8,16 +8,13 @@ importlib.metadata and to the doctor's path search it is a Python where onnxrunt
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+from ortless import ortless_env, ortless_site
 
 _DRIVER = r"""
 import contextlib, io, json, sys
@@ -43,25 +40,13 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _is_ort(name: str) -> bool:
-    lowered = name.lower()
-    return lowered == "onnxruntime" or lowered.startswith(("onnxruntime-", "onnxruntime_", "ortgpu", "__editable__"))
-
-
 @pytest.fixture(scope="module")
 def no_ort_path(tmp_path_factory) -> Path:
-    """A folder linking every entry of this environment's site-packages except onnxruntime's (and ortgpu's own)."""
-    farm = tmp_path_factory.mktemp("no-ort-site")
-    site = Path(sysconfig.get_paths()["purelib"])
-    for entry in site.iterdir():
-        if not _is_ort(entry.name) and not entry.name.endswith(".pth"):
-            (farm / entry.name).symlink_to(entry)
-    return farm
+    return ortless_site(tmp_path_factory.mktemp("no-ort-site"))
 
 
 def _run(no_ort_path: Path, commands: dict[str, list[str]], *extra: str, cwd: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "LD_LIBRARY_PATH"))}
-    env.update(PYTHONPATH=f"{SRC}{os.pathsep}{no_ort_path}", ORTGPU_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
+    env = ortless_env(no_ort_path, ORTGPU_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
     done = subprocess.run(
         [sys.executable, "-S", "-c", _DRIVER, json.dumps(commands), *extra],
         capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False,
@@ -80,7 +65,7 @@ def test_the_child_really_has_no_onnxruntime(no_ort_path, tmp_path) -> None:
         "import importlib.util, importlib.metadata as m; print(importlib.util.find_spec('onnxruntime'), "
         "[d.metadata['Name'] for d in m.distributions() if 'onnxruntime' in (d.metadata['Name'] or '')])"
     )
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{no_ort_path}"}
+    env = ortless_env(no_ort_path)
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.strip() == "None []"
 
