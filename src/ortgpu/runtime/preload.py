@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PreloadCall", "PreloadOutcome", "PreloadPlan", "ensure_preloaded", "plan_preload", "run_preload"]
+__all__ = [
+    "PreloadCall",
+    "PreloadOutcome",
+    "PreloadPlan",
+    "ensure_preloaded",
+    "plan_for",
+    "plan_preload",
+    "run_preload",
+]
 
 # nvidia/<folder> for the CUDA side of a CUDA major (ORT's own layout table: CUDA >= 13 is one consolidated folder).
 _CUDA12_FOLDERS = ("cuda_runtime/lib", "cublas/lib", "cufft/lib", "curand/lib", "cuda_nvrtc/lib")
@@ -141,17 +149,23 @@ def run_preload(ort: Any, plan: PreloadPlan) -> PreloadOutcome:
 _lock = threading.Lock()
 
 
-@functools.cache
-def _preload_once() -> PreloadOutcome:
+def plan_for(ort: Any) -> PreloadPlan:
+    """The plan for an imported onnxruntime module: its folder, its build's CUDA major, this sys.path."""
     from ortgpu.env.distributions import read_package_info
     from ortgpu.env.platform_probe import version_tuple
-    from ortgpu.runtime.guard import import_onnxruntime
 
-    ort = import_onnxruntime()
     module_dir = Path(ort.__file__).parent
     info = read_package_info(module_dir)
     cuda = version_tuple(info.cuda_version)[0] if info and version_tuple(info.cuda_version) else None
-    return run_preload(ort, plan_preload(module_dir, cuda, has_preload=hasattr(ort, "preload_dlls")))
+    return plan_preload(module_dir, cuda, has_preload=hasattr(ort, "preload_dlls"))
+
+
+@functools.cache
+def _preload_once() -> PreloadOutcome:
+    from ortgpu.runtime.guard import import_onnxruntime
+
+    ort = import_onnxruntime()
+    return run_preload(ort, plan_for(ort))
 
 
 def ensure_preloaded() -> PreloadOutcome:

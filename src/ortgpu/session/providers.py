@@ -9,7 +9,7 @@ from pathlib import Path, PureWindowsPath
 
 from ortgpu.config import ExecutionProvider
 from ortgpu.runtime.guard import import_onnxruntime
-from ortgpu.runtime.preload import ensure_preloaded
+from ortgpu.runtime.preload import ensure_preloaded, plan_for
 from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
 
 __all__ = [
@@ -126,7 +126,8 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
 
     capi = Path(ort.__file__).parent / "capi"
     libraries = provider_libraries(capi, "tensorrt" if ep is ExecutionProvider.TENSORRT else "cuda")
-    attempt = attempt_load(libraries, timeout_s=30.0)
+    calls = [(call.text(), call.kwargs()) for call in plan_for(ort).calls]  # as this process preloaded
+    attempt = attempt_load(libraries, preload_calls=calls, module_parent=capi.parent.parent, timeout_s=30.0)
     if attempt.outcome is LoadOutcome.LIBRARY_FAILED:
         failed = next((lib for lib in attempt.libraries if not lib.ok), None)
         name = failed.path.name if failed else "the provider library"
