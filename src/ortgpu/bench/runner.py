@@ -25,6 +25,7 @@ from ortgpu.bench.result import (
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.output_paths import check_outputs
 from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -861,11 +862,6 @@ def _describe(info: Any) -> str:
     return f"{info.name} {info.dtype} [{dims}]"
 
 
-def _check_output_folder(path: Path | None, flag: str) -> None:
-    if path is not None and not Path(path).parent.is_dir():
-        raise BenchInputError(f"{flag} {path}: folder {Path(path).parent} does not exist", "create it first")
-
-
 @dataclass(frozen=True)
 class Measured:
     """What one way of running the model measured: the EP it ran on and why, the cases, the environment.
@@ -970,8 +966,11 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     tell = progress or (lambda message, fraction=None: None)
     started = time.perf_counter()
     request.validate()
-    _check_output_folder(request.save, "--save")
-    _check_output_folder(request.report, "--report")
+    check_outputs(
+        {"--save": request.save, "--report": request.report},
+        (request.model, request.config, request.baseline, request.npz, request.package),
+        error=BenchInputError,
+    )
     baseline = load_result(request.baseline) if request.baseline is not None else None
     config = load_config(request.config)
     tell("inspecting the model", None)

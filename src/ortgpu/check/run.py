@@ -151,11 +151,11 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report = progress or _silent
     if request.warm_runs < 0:
         raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
+    _check_output_path(request)
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
     reference = _load_reference(request.reference, model) if request.reference is not None else None
-    _check_output_path(request.save_outputs)
     report("making inputs", 0.05)
     inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
     if request.package is not None:
@@ -307,15 +307,18 @@ def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_output_path(path: Path | None) -> None:
+def _check_output_path(request: CheckRequest) -> None:
+    """Before any work: --save-outputs is an .npz path that can be written and is none of the inputs."""
+    from ortgpu.output_paths import check_outputs
+
+    path = request.save_outputs
     if path is None:
         return
     if path.suffix != ".npz":
         raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
-    if path.is_dir():
-        raise OutputFileError(f"--save-outputs {path} is a directory", "give a file name, e.g. outputs.npz")
-    if not path.parent.is_dir():
-        raise OutputFileError(f"--save-outputs {path}: folder {path.parent} does not exist", "create it first")
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    inputs = (request.model, request.reference, spec.npz if spec else None, request.config.source, request.package)
+    check_outputs({"--save-outputs": path}, inputs, error=OutputFileError)
 
 
 def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
