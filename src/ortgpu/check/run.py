@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.check.fixed_dims import FixedDimsProbe, probe_fixed_dims
 from ortgpu.check.parity import (
     OutputParity,
     ParityStatus,
@@ -111,6 +112,7 @@ class Execution:
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: PackageLibrary | None = None
     cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
+    fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
 def merge_input_spec(
@@ -204,6 +206,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
         cuda_libraries=executed.cuda_libraries,
+        fixed_dims=executed.fixed_dims,
     )
 
 
@@ -258,6 +261,14 @@ def _run_through_wheel(
     if placement is None:
         report("reading placement from a profiled run", 0.7)
         placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
+    fixed = None
+    if placement is not None and placement.off_requested_count:
+        report("placement with the open dims fixed", 0.75)
+        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+        fixed = probe_fixed_dims(
+            model.path, ep, request.config, shapes, placement, open_session,
+            device_id=request.device_id, ep_options=request.ep_options, model_info=model,
+        )  # fmt: skip
 
     def cpu_reference() -> dict[str, Any]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
@@ -280,6 +291,7 @@ def _run_through_wheel(
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
         cuda_libraries=session.cuda_libraries,
+        fixed_dims=fixed,
     )
 
 
@@ -467,6 +479,8 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
 
 def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
+        base = Precision.FP16
     outputs = executed.outputs
     if reference is not None:
         compared = _compare_all(request, outputs, reference, base)

@@ -262,7 +262,8 @@ def open_session(
         fallback_reason = missing.message
         names, options = ["CPUExecutionProvider"], [{}]
 
-    session, elapsed, log_text, logid = _create(model.path, ep, config, names, options, collect_placement, profile_dir)
+    path = config.model_file_for(model.path, model.sha256)  # [model] file: the tuned copy of this model
+    session, elapsed, log_text, logid = _create(path, ep, config, names, options, collect_placement, profile_dir)
     active_names = list(session.get_providers())
     if ep.ort_name not in active_names and fallback_reason is None:
         error = inactive_provider_error(ep, active_names, log_text)
