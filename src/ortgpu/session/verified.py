@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
 from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -56,6 +58,7 @@ class VerifiedSession:
         placement: PlacementReport | None = None,
         placement_note: str | None = None,
         build_log: str = "",
+        cuda_libraries: str | None = None,
     ) -> None:
         self.ort = ort
         self.model = model
@@ -72,6 +75,7 @@ class VerifiedSession:
         self.placement = placement
         self.placement_note = placement_note
         self.build_log = build_log  # what ORT logged while the session was built (captured, not printed)
+        self.cuda_libraries = cuda_libraries  # GPU EPs: how CUDA/cuDNN were loaded (ortgpu.runtime.preload)
         self.last_run_s: float | None = None
         self.warmup_s: tuple[float, ...] = ()
         self.warmup_shapes: dict[str, tuple[int, ...]] = {}
@@ -98,7 +102,7 @@ class VerifiedSession:
         return outputs
 
     def _run_impl(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None) -> list[np.ndarray]:
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         try:
             return self.ort.run(list(output_names) if output_names else None, dict(feeds), self._run_options)
@@ -158,7 +162,7 @@ class VerifiedSession:
 
 
 def _available_providers() -> list[str]:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.get_available_providers()
 
@@ -174,7 +178,7 @@ def _create(
     optimized_model_path: Path | None = None,
 ) -> tuple[Any, float, str, str]:
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.capture import capture_native_stderr
 
@@ -258,6 +262,7 @@ def open_session(
         ep = ExecutionProvider.parse(ep)
     names, options = provider_chain(ep, config, provider_options, device_id)
     device = device_of(options[0]) if ep.is_gpu else 0
+    cuda_libraries = ensure_preloaded().summary if ep.is_gpu else None
     fallback_reason = None
     if ep.ort_name not in _available_providers():
         missing = missing_from_build_error(ep)
@@ -299,6 +304,7 @@ def open_session(
         placement=placement,
         placement_note=placement_note,
         build_log=log_text,
+        cuda_libraries=cuda_libraries,
     )
 
 
