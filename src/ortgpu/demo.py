@@ -21,6 +21,7 @@ from ortgpu.model.zoo import build_demo_model
 from ortgpu.output_paths import check_outputs
 from ortgpu.progress import Progress, silent
 from ortgpu.report.html import escape, write_report
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session import best_available_ep
 
 __all__ = ["DEMO_REPORT_NAME", "DemoResult", "DoctorSummary", "run_demo"]
@@ -110,6 +111,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     into ``out_dir`` (default: the current folder). Never prints.
     """
 
+    import_onnxruntime()  # before the doctor runs: without an ORT the demo cannot run a model
     tell = progress or silent
     folder = Path(out_dir) if out_dir is not None else Path.cwd()
     if not folder.is_dir():

@@ -31,11 +31,11 @@ def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
     import ortgpu.bench.wheel
     import ortgpu.check.wheel
-    import ortgpu.cli.doctor
+    import ortgpu.doctor.machine
 
     monkeypatch.setattr(ortgpu.bench.wheel, "_measure_through_wheel", refuse)
     monkeypatch.setattr(ortgpu.check.wheel, "_run_through_wheel", refuse)
-    monkeypatch.setattr(ortgpu.cli.doctor, "diagnose", refuse)  # where the CLI looks it up
+    monkeypatch.setattr(ortgpu.doctor.machine, "diagnose", refuse)
 
 
 def one_error(capsys: pytest.CaptureFixture[str]) -> str:

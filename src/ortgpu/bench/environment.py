@@ -14,6 +14,7 @@ from ortgpu import __version__
 from ortgpu.capi.package_run import CApiLibrary
 from ortgpu.host import nvml
 from ortgpu.host.nvml import map_visible_devices
+from ortgpu.runtime.guard import import_onnxruntime
 
 __all__ = ["Environment", "GpuSummary", "collect_environment", "collect_package_environment", "nvml_index_for"]
 
@@ -179,7 +180,7 @@ def collect_environment(
     """Record this process's environment. ``session`` (an onnxruntime.InferenceSession) adds the active providers
     and their options as ORT reports them; ``config_session`` is the [session] settings the sessions were built with.
     """
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     try:
         from onnxruntime.capi import build_and_package_info as build

@@ -73,7 +73,7 @@ def bench_hints(
         hints.append(
             Hint(
                 HintKind.WARMUP_UNSETTLED,
-                f"latency was still moving at the end of warm-up in "
+                f"latency{_clock_note(unsettled)} was still moving at the end of warm-up in "
                 f"{len(unsettled)} case(s) ({', '.join(c.key.label for c in unsettled[:4])}); give "
                 "--warmup N with a larger N",
                 unsettled[0].key.label,
@@ -139,6 +139,11 @@ def bench_hints(
     if interrupted:
         hints.append(Hint(HintKind.INTERRUPTED, "interrupted: only the cases that finished are reported"))
     return tuple(hints)
+
+
+def _clock_note(cases: Sequence[BenchCase]) -> str:
+    moving = [c.warmup.clocks for c in cases if c.warmup and c.warmup.clocks and not c.warmup.clocks.ready]
+    return f" or the GPU clock ({moving[0].why})" if moving else ""
 
 
 def _io_bytes(case: BenchCase, model: ModelInfo) -> int:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -178,7 +179,7 @@ class IoBindingMode(ModeRunner):
 
     def _prepare(self) -> Callable[[], Any]:
         import numpy as np
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         self._inputs = {
             name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array), self.device.type, self.device.id)
@@ -249,7 +250,7 @@ class CudaGraphMode(IoBindingMode):
 
     def _bind_outputs(self, binding: Any) -> None:
         import numpy as np
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         specs = self.output_specs or {}
         self._outputs = {

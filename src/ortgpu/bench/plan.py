@@ -54,7 +54,8 @@ class BenchInputError(BadInputError):
 class BenchRequest:
     """What to benchmark and how; validated by :func:`run_bench` before anything runs.
 
-    ``ep`` None: the best available EP. ``all_modes``: the user asked for every mode, so a mode the EP cannot do
+    ``ep`` None: the best available EP. ``modes`` empty: the config's [run] mode.
+    ``all_modes``: the user asked for every mode, so a mode the EP cannot do
     is skipped with its reason instead of refused (exit 3). ``batches`` empty: the model's default shapes.
     ``warmup`` None: warm up until three consecutive windows agree (at most ``max_warmup_s``). Measurement:
     ``iterations`` runs, or ``duration_s`` seconds (at least MIN_RUNS runs); neither: DEFAULT_DURATION_S.
@@ -90,6 +91,7 @@ class BenchRequest:
     baseline: Path | None = None
     max_regression: float = 0.10
     package: Path | None = None
+    against_defaults: bool = False  # then bench ORT's defaults (no config, mode run) too, in the same process
 
     def validate(self) -> None:
         """Raise BenchInputError (exit 2) for settings that cannot be measured."""

@@ -19,7 +19,12 @@ from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.package import PackageBackend
 from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, resolve_shapes
-from ortgpu.bench.result import BenchCase, BenchResult, BenchSettings, ModelSummary
+from ortgpu.bench.result import (
+    BenchCase,
+    BenchResult,
+    BenchSettings,
+    ModelSummary,
+)
 from ortgpu.bench.wheel import WheelBackend
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
@@ -153,6 +158,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     """
     tell = progress or silent
     started = time.perf_counter()
+    if not request.modes:  # no --mode: the config's [run] mode (what tune found), else run
+        request = dataclasses.replace(request, modes=(BenchMode(load_config(request.config).run["mode"]),))
     request.validate()
     backend = backend_for(request)
     backend.validate(request)
@@ -222,6 +229,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         result = dataclasses.replace(
             result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
         )
+    if request.against_defaults:
+        result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
@@ -229,3 +238,21 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     if request.save is not None:
         save_result(result, request.save)
     return result
+
+
+def _defaults_of(request: BenchRequest, progress: Progress | None) -> BenchResult:
+    """The same model, batches and measurement with ORT's defaults: no config, numpy in/out (what users get)."""
+    plain = dataclasses.replace(
+        request,
+        config=None,
+        modes=(BenchMode.RUN,),
+        all_modes=False,
+        provider_options={},
+        compare_cpu=False,
+        save=None,
+        report=None,
+        baseline=None,
+        against_defaults=False,
+    )
+    tell = progress or silent
+    return run_bench(plain, lambda message, fraction=None: tell(f"ORT defaults: {message}", fraction))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.bench.backend import Measured
+from ortgpu.bench.clocks import ClockWatch
 from ortgpu.bench.environment import collect_environment, nvml_index_for
 from ortgpu.bench.modes import Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.plan import (
@@ -35,8 +36,10 @@ from ortgpu.config import Config, Fallback
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
 from ortgpu.host import nvml
+from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.progress import Progress
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session import best_available_ep, open_session
 from ortgpu.session.failures import Phase, ort_exception_types, translate_ort_error
 
@@ -90,9 +93,15 @@ def _timed_chunk(step: Callable[[], Any], out: list[int], start: int, count: int
         raise _Interrupted(i - start) from None
 
 
-def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[WarmupReport, float]:
-    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking)."""
+def _warm_up(
+    step: Callable[[], Any], count: int | None, max_s: float, clocks: ClockWatch | None = None
+) -> tuple[WarmupReport, float]:
+    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking).
+
+    Auto: until the latency settled and (``clocks``, GPU cases) the SM clock is near its maximum or stable."""
     start = time.perf_counter()
+    if clocks is not None:
+        clocks.start()
     if count is not None:
         scratch = [0] * max(count, 1)
         if count:
@@ -100,6 +109,9 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         else:
             _timed_chunk(step, scratch, 0, 1)  # one run only to size the measurement chunks; not a warm-up
         typical = median_ns(scratch) / 1e9
+        if clocks is not None:
+            clocks.sample()  # recorded, not waited for: the user asked for exactly this many runs
+            clocks.warmed()
         return WarmupReport(count, time.perf_counter() - start, True, "count"), typical
     # Until stable: windows of ~50 ms; settled when the last three window medians agree within 5%.
     probe = [0]
@@ -116,9 +128,12 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         medians.append(median_ns(scratch))
         typical = medians[-1] / 1e9
         last = medians[-3:]
-        if len(last) == 3 and (max(last) - min(last)) <= SETTLE_TOLERANCE * min(last):
+        clock_ready = clocks.sample() if clocks is not None else True
+        if len(last) == 3 and (max(last) - min(last)) <= SETTLE_TOLERANCE * min(last) and clock_ready:
             settled = True
             break
+    if clocks is not None:
+        clocks.warmed()
     return WarmupReport(runs, time.perf_counter() - start, settled, "auto"), typical
 
 
@@ -193,10 +208,12 @@ class _Sessions:
         self._plain: dict[Any, list[Any]] = {}
         self.main: Any = None  # the first shared session of the benchmarked EP: the environment record reads it
 
-    def open(self, ep: ExecutionProvider, options: dict[str, str] | None = None) -> Any:
+    def open(
+        self, ep: ExecutionProvider, options: dict[str, str] | None = None, session: Mapping[str, Any] | None = None
+    ) -> Any:
         merged = {**(self.options if ep is self.ep else {}), **(options or {})}
         # bench never falls back, whatever the config allows: CPU numbers must never carry a GPU label
-        strict = dataclasses.replace(self.config, fallback=Fallback.NONE)
+        strict = dataclasses.replace(self.config, fallback=Fallback.NONE).with_session(**(session or {}))
         return open_session(self.model, ep=ep, config=strict, device_id=self.device_id, provider_options=merged or None)
 
     def plain(self, ep: ExecutionProvider, count: int) -> list[tuple[Any, bool]]:
@@ -269,13 +286,20 @@ class _CaseRun:
         self.duration_s = request.duration_s or DEFAULT_DURATION_S
         self.first_run_ms: float | None = None
         self.warmup: WarmupReport | None = None
+        self.clocks = ClockWatch.for_device(request.device_id) if plan.ep.is_gpu else None
+
+    def warmup_report(self) -> WarmupReport | None:
+        """The warm-up, with the GPU clocks seen around it and after the measurement (GPU cases)."""
+        if self.warmup is None or self.clocks is None:
+            return self.warmup
+        return dataclasses.replace(self.warmup, clocks=self.clocks.result())
 
     def _first_and_warm(self, step: Callable[[], Any], policy: bool) -> float:
         scratch = [0]
         _timed_chunk(step, scratch, 0, 1)
         if policy:
             self.first_run_ms = scratch[0] / 1e6
-            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s)
+            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s, self.clocks)
             return typical
         count = _THREAD_WARMUP_RUNS if self.request.warmup is None else self.request.warmup
         return _warm_up(step, count, self.request.max_warmup_s)[1]
@@ -342,12 +366,14 @@ class _CaseRun:
         return merged
 
 
-def _graph_refusal(exc: OrtgpuError) -> str:
+def _graph_refusal(exc: OrtgpuError, fixed: FixedDims | None = None) -> str:
     if "graph capture" in exc.message:
+        pinned = f" even with the open dims fixed ({fixed.describe()})" if fixed is not None and not fixed.empty else ""
+        left = f"; dims no override reaches: {', '.join(fixed.unfixed)}" if fixed is not None and fixed.unfixed else ""
         return (
-            "ONNX Runtime refused CUDA graph capture: some nodes of this model run on the CPU (shape nodes or "
-            "a Memcpy); `ortgpu check MODEL --ep cuda` lists them. An export with torch.onnx.export(..., "
-            "dynamo=True) often leaves fewer"
+            f"ONNX Runtime refused CUDA graph capture{pinned}: some nodes of this model run on the CPU (shape "
+            f"nodes or a Memcpy){left}; `ortgpu check MODEL --ep cuda` lists them. An export with "
+            "torch.onnx.export(..., dynamo=True) often leaves fewer"
         )
     return exc.one_line()
 
@@ -357,7 +383,7 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 
 
 def _translate(exc: BaseException, ep: ExecutionProvider) -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return translate_ort_error(exc, Phase.RUN, ep, ort.__version__).one_line()
 
@@ -375,11 +401,14 @@ def _run_case(
     device = device_for(plan.ep, request.device_id)
     options = cls.provider_options(plan.ep)
     own: list[Any] = []
+    fixed = None
     try:
         if cls.needs_own_session():
             outputs = _output_specs(model, shapes, lambda: pool.any_plain(plan.ep).run(shapes.feeds))
+            # a graph is captured for one shape: fix the open dims so ORT folds the shape nodes it keeps on the CPU
+            fixed = fixed_dims_for(input_dim_labels(pool.model), shapes.shapes)
             for _ in range(plan.sessions):
-                own.append(pool.open(plan.ep, options))
+                own.append(pool.open(plan.ep, options, fixed.session_settings(pool.config.session)))
             sessions = [(s, False) for s in own]
         else:
             outputs = None
@@ -392,7 +421,8 @@ def _run_case(
         memory = _gpu_memory(plan.ep, request.device_id)
     except OrtgpuError as exc:
         if cls.needs_own_session():  # graph capture refused by ORT for this model: a result, not a crash
-            failed = make_case(plan, CaseStatus.FAILED, shapes, reason=_graph_refusal(exc), provider_options=options)
+            reason = _graph_refusal(exc, fixed)
+            failed = make_case(plan, CaseStatus.FAILED, shapes, reason=reason, provider_options=options)
             return failed, False
         raise
     except KeyboardInterrupt:
@@ -414,7 +444,7 @@ def _run_case(
             shapes,
             reason="interrupted before any timed run",
             cold=cold,
-            warmup=run.warmup,
+            warmup=run.warmup_report(),
             provider_options=options,
         ), True
     stats = compute_stats(measurement.samples, shapes.batch, (measurement.end_ns - measurement.start_ns) / 1e9)
@@ -425,11 +455,12 @@ def _run_case(
         shapes,
         reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
-        warmup=run.warmup,
+        warmup=run.warmup_report(),
         cold=cold,
         gpu_memory_used_bytes=memory,
         provider_options=options,
         timeline_ms=sample_timeline(measurement.samples),
+        fixed_dims=fixed.session_settings() if fixed is not None and not fixed.empty else {},
     ), measurement.interrupted
 
 

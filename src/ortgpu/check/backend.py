@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.check.fixed_dims import FixedDimsProbe
 from ortgpu.check.parity import Tolerance
 from ortgpu.check.result import GpuMemory, Timings
 from ortgpu.config import Config
@@ -69,6 +70,8 @@ class Execution:
     ort_version: str
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: CApiLibrary | None = None
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
+    fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
 class CheckBackend(Protocol):

@@ -7,6 +7,7 @@ from enum import Enum
 from pathlib import Path
 
 from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.check.fixed_dims import FixedDimsProbe
 from ortgpu.check.parity import OutputParity, ParityStatus
 from ortgpu.ep import ExecutionProvider
 from ortgpu.placement import PlacementReport
@@ -107,6 +108,8 @@ class CheckResult:
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
     package: CApiLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
+    fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
 
 
 def verdict_line(

@@ -122,6 +122,8 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         passed=not failures,
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
+        cuda_libraries=executed.cuda_libraries,
+        fixed_dims=executed.fixed_dims,
     )
 
 
@@ -225,6 +227,8 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
 
 def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
+        base = Precision.FP16
     outputs = executed.outputs
     if reference is not None:
         compared = _compare_all(request, outputs, reference, base)

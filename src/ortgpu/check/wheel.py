@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.check.backend import CheckRequest, Execution
+from ortgpu.check.fixed_dims import probe_fixed_dims
 from ortgpu.check.result import GpuMemory, Timings
 from ortgpu.config import Config
 from ortgpu.ep import ExecutionProvider
@@ -22,6 +23,7 @@ from ortgpu.host import nvml
 from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementReport, parse_profile_file
 from ortgpu.progress import Progress
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session import VerifiedSession, best_available_ep, open_session
 from ortgpu.session.options import device_of, effective_provider_options
 
@@ -39,7 +41,7 @@ def _run_through_wheel(
     request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     ep, ep_reason = (request.ep, None) if request.ep is not None else best_available_ep()
     # Validated before anything runs: a bad --ep-option is exit 2 here, not after a GPU session was built.
@@ -77,6 +79,14 @@ def _run_through_wheel(
     if placement is None:
         report("reading placement from a profiled run", 0.7)
         placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
+    fixed = None
+    if placement is not None and placement.off_requested_count:
+        report("placement with the open dims fixed", 0.75)
+        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+        fixed = probe_fixed_dims(
+            model.path, ep, request.config, shapes, placement, open_session,
+            device_id=request.device_id, ep_options=request.ep_options, model_info=model,
+        )  # fmt: skip
 
     def cpu_reference() -> dict[str, Any]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
@@ -98,6 +108,8 @@ def _run_through_wheel(
         placement_note=placement_note,
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
+        cuda_libraries=session.cuda_libraries,
+        fixed_dims=fixed,
     )
 
 

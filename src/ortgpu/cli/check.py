@@ -160,6 +160,10 @@ def render(result: CheckResult, console: Console) -> None:
     )
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+    if result.cuda_libraries:
+        from rich.markup import escape
+
+        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
     for item in result.inputs:
@@ -225,6 +229,12 @@ def _render_placement(result: CheckResult, console: Console, table_type: Any) ->
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
         console.print(f"  [dim]{result.placement_note}[/]")
+    fixed = result.fixed_dims
+    if fixed is not None:
+        from rich.markup import escape
+
+        colour = "green" if fixed.moved > 0 else "dim"
+        console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: CheckResult, console: Console, table_type: Any) -> None:

@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ortgpu.cli.doctor_fix import render_fix
 from ortgpu.cli.doctor_package import render_package
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.doctor.machine import DoctorReport, diagnose
+from ortgpu.doctor import machine
+from ortgpu.doctor.machine import DoctorReport
 from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
+from ortgpu.fix import fix_environment
 from ortgpu.loader.windows import WindowsReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,19 +31,35 @@ __all__ = ["command", "render_doctor"]
     default=None,
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
+@click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Print the pip commands (for this Python) that repair ONNX Runtime inside this environment.",
+)
+@click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
 @json_option
-def command(package: Path | None, as_json: bool) -> int:
+def command(package: Path | None, fix: bool, yes: bool, as_json: bool) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
+    if yes and not fix:
+        raise click.UsageError("--yes runs the fixes of --fix: give both")
+    if fix and package is not None:
+        raise click.UsageError("--fix repairs this environment; it does not apply to --package")
+    if fix:
+        with progress_reporter(enabled=not as_json) as progress:
+            result = fix_environment(machine.diagnose(progress=progress), apply=yes, progress=progress)
+        emit("doctor.fix", result, as_json, render_fix)
+        return result.exit_code
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             package_report = diagnose_package(package, progress=progress)
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
 
-        report = diagnose(progress=progress)
+        report = machine.diagnose(progress=progress)  # looked up here: tests replace it
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 
