@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ortgpu.cli.params import parse_ep_option
 from ortgpu.config import (
     CUDA_OPTIONS,
     INPUT_SETTINGS,
@@ -20,7 +21,6 @@ from ortgpu.config import (
     config_reference_markdown,
     load_config,
     parse_bytes,
-    parse_ep_option,
     validate_ep_options,
 )
 from ortgpu.ep import ExecutionProvider

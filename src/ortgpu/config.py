@@ -36,7 +36,6 @@ __all__ = [
     "load_config",
     "options_for",
     "parse_bytes",
-    "parse_ep_option",
     "validate_ep_options",
 ]
 
@@ -673,16 +672,6 @@ def _unknown_key_error(key: str, where: str, settings: tuple[Setting, ...]) -> C
 # ---------------------------------------------------------------------------------------------------------------
 # Provider options from the command line or from code
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def parse_ep_option(text: str) -> tuple[str, str]:
-    """--ep-option KEY=VALUE -> (key, value); validation happens in validate_ep_options."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip() or not value.strip():
-        raise ConfigError(
-            f"--ep-option {text!r}: expected KEY=VALUE", "e.g. --ep-option cudnn_conv_algo_search=HEURISTIC"
-        )
-    return key.strip(), value.strip()
 
 
 def validate_ep_options(ep: ExecutionProvider, options: Mapping[str, Any], where: str | None = None) -> dict[str, str]:

@@ -10,17 +10,9 @@ import pytest
 from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode, ModeRefusedError, RunMode
 from ortgpu.bench.result import BenchCase, CaseStatus, HintKind
-from ortgpu.bench.runner import (
-    BenchInputError,
-    BenchRequest,
-    parse_int_list,
-    parse_modes,
-    parse_percent,
-    parse_seconds,
-    parse_warmup,
-    run_bench,
-)
+from ortgpu.bench.runner import BenchInputError, BenchRequest, run_bench
 from ortgpu.bench.stats import MIN_RUNS
+from ortgpu.cli.params import parse_int_list, parse_modes, parse_percent, parse_seconds, parse_warmup
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 

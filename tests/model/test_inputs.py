@@ -9,9 +9,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ortgpu.cli.params import parse_dim, parse_range, parse_shape
 from ortgpu.errors import ExitCode
 from ortgpu.model import zoo
-from ortgpu.model.inputs import InputError, InputSpec, make_inputs, parse_dim, parse_range, parse_shape
+from ortgpu.model.inputs import InputError, InputSpec, make_inputs
 from ortgpu.model.inspect import ModelInfo, inspect_model
 
 

@@ -8,7 +8,6 @@ report) is the caller's: :func:`ortgpu.report.html.write_report` renders ``resul
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -39,87 +38,9 @@ __all__ = [
     "BenchRequest",
     "Measured",
     "backend_for",
-    "parse_int_list",
-    "parse_modes",
-    "parse_percent",
-    "parse_seconds",
-    "parse_warmup",
     "run_bench",
     "with_speedups",
 ]
-
-
-
-
-def parse_int_list(text: str, flag: str) -> tuple[int, ...]:
-    """ "1,8,32" -> (1, 8, 32); anything that is not a list of positive whole numbers is a BenchInputError."""
-    values = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) < 1:
-            raise BenchInputError(
-                f"{flag} {text!r}: {part!r} is not a whole number of 1 or more",
-                f"give a comma-separated list, e.g. {flag} 1,8,32",
-            )
-        values.append(int(part))
-    return tuple(dict.fromkeys(values))
-
-
-def parse_seconds(text: str, flag: str = "--duration") -> float:
-    """ "5", "5s", "500ms", "1.5" -> seconds (positive, finite)."""
-    raw = str(text).strip().lower()
-    scale = 1.0
-    if raw.endswith("ms"):
-        raw, scale = raw[:-2], 1e-3
-    elif raw.endswith("s"):
-        raw = raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        raise BenchInputError(f"{flag} {text!r}: not a positive time", f"e.g. {flag} 5 (seconds) or {flag} 500ms")
-    return value
-
-
-def parse_percent(text: str, flag: str = "--max-regression") -> float:
-    """ "10%" or "10" -> 0.10 (a fraction)."""
-    raw = str(text).strip().rstrip("%").strip()
-    try:
-        value = float(raw) / 100.0
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value >= 0):
-        raise BenchInputError(f"{flag} {text!r}: not a percentage", f"e.g. {flag} 10%")
-    return value
-
-
-def parse_warmup(text: str) -> int | None:
-    """ "auto" -> None (until stable); "20" -> 20 runs."""
-    raw = str(text).strip().lower()
-    if raw == "auto":
-        return None
-    if not raw.isdigit():
-        raise BenchInputError(f"--warmup {text!r}: not a run count or 'auto'", "e.g. --warmup 50 or --warmup auto")
-    return int(raw)
-
-
-def parse_modes(text: str) -> tuple[tuple[BenchMode, ...], bool]:
-    """ "run,iobinding" -> the modes; "all" -> every mode, with the flag that skips those the EP cannot do."""
-    raw = [p.strip().lower() for p in str(text).split(",") if p.strip()]
-    if raw == ["all"]:
-        return tuple(BenchMode), True
-    modes = []
-    for part in raw:
-        try:
-            modes.append(BenchMode(part))
-        except ValueError:
-            raise BenchInputError(
-                f"--mode {text!r}: unknown mode {part!r}", "use run, iobinding, cudagraph (comma-separated) or all"
-            ) from None
-    if not modes:
-        raise BenchInputError("--mode: empty", "use run, iobinding, cudagraph or all")
-    return tuple(dict.fromkeys(modes)), False
 
 
 def with_speedups(cases: list[BenchCase]) -> list[BenchCase]:

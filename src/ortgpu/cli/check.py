@@ -9,11 +9,11 @@ import click
 
 from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
 from ortgpu.check.result import CheckResult
+from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.config import load_config, parse_ep_option
+from ortgpu.cli.params import FlagError, WholeNumber
+from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
-from ortgpu.errors import BadInputError
-from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -28,39 +28,21 @@ _REASONS = {
 }
 
 
-class FlagError(BadInputError):
-    """A flag value that cannot be read (exit 2)."""
-
-
-def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise FlagError(f"{flag} {text!r} is not a whole number", f"e.g. {flag} {max(minimum, 0)}") from None
-    if value < minimum:
-        raise FlagError(f"{flag} {value} is below {minimum}", f"use {flag} {minimum} or more")
-    return value
-
-
 @click.command("check")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("--ep", "ep_name", metavar="EP", help="cuda, tensorrt or cpu (default: the best available, said why).")
-@click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
-@click.option("--device", "device_text", metavar="N", help="CUDA device id (wins over the config's device_id).")
+@ep_options(
+    ep_help="cuda, tensorrt or cpu (default: the best available, said why).",
+    device_default=None,
+    device_help="CUDA device id (wins over the config's device_id).",
+)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data: .npz named after inputs.")
-@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
+@model_input_options
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
 @click.option("--rtol", multiple=True, metavar="[OUTPUT:]VALUE", help="Relative tolerance, global or per output.")
 @click.option("--strict-placement", is_flag=True, help="Fail (exit 1) when any compute node left the requested EP.")
 @click.option("--save-outputs", type=click.Path(path_type=Path), help="Write the outputs to this .npz (atomic).")
-@click.option("--warm-runs", "warm_text", default="5", show_default=True, metavar="N", help="Warm runs timed.")
+@click.option("--warm-runs", type=WholeNumber(0), default="5", show_default=True, metavar="N", help="Warm runs timed.")
 @click.option(
     "--package",
     type=click.Path(path_type=Path),
@@ -70,21 +52,21 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @json_option
 def command(
     model: Path,
-    ep_name: str | None,
-    ep_options: tuple[str, ...],
-    device_text: str | None,
+    ep: ExecutionProvider | None,
+    ep_options: tuple[tuple[str, str], ...],
+    device_id: int | None,
     config_path: Path | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
-    seed_text: str | None,
+    seed: int | None,
     reference: Path | None,
     atol: tuple[str, ...],
     rtol: tuple[str, ...],
     strict_placement: bool,
     save_outputs: Path | None,
-    warm_text: str,
+    warm_runs: int,
     package: Path | None,
     as_json: bool,
 ) -> int:
@@ -95,28 +77,22 @@ def command(
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
     """
-
     config = load_config(config_path)
     request = CheckRequest(
         model=model,
-        ep=ExecutionProvider.parse(ep_name) if ep_name else None,
-        ep_options=dict(parse_ep_option(o) for o in ep_options),
-        device_id=_int_flag(device_text, "--device"),
+        ep=ep,
+        ep_options=dict(ep_options),
+        device_id=device_id,
         config=config,
         inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
-            npz=npz,
-            seed=_int_flag(seed_text, "--seed"),
+            config.inputs, shapes=dict(shapes), dims=dict(dims), ranges=dict(ranges), npz=npz, seed=seed
         ),
         reference=reference,
         atol=parse_tolerances(atol, "--atol"),
         rtol=parse_tolerances(rtol, "--rtol"),
         strict_placement=strict_placement,
         save_outputs=save_outputs,
-        warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
+        warm_runs=warm_runs,
         package=package,
     )
     with progress_reporter(not as_json) as progress:

@@ -9,9 +9,9 @@ import click
 
 from ortgpu.check import merge_input_spec
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.config import load_config, parse_ep_option
+from ortgpu.cli.params import parse_dim, parse_ep_option, parse_range, parse_shape
+from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
-from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 from ortgpu.profile import GpuTiming, ProfileRequest, run_profile
 
 __all__ = ["command", "render"]

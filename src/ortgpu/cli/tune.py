@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ortgpu.bench.runner import parse_int_list
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.params import parse_int_list
 from ortgpu.ep import ExecutionProvider
 from ortgpu.tune import Objective, TuneRequest, parse_budget, run_tune
 from ortgpu.tune.run import parse_memory_budget

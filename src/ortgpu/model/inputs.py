@@ -25,9 +25,6 @@ __all__ = [
     "ResolvedInputs",
     "make_inputs",
     "merge_input_spec",
-    "parse_dim",
-    "parse_range",
-    "parse_shape",
     "resolve_shapes",
 ]
 
@@ -74,63 +71,6 @@ class ResolvedInputs:
 
 
 # --------------------------------------------------------------------------------------------- flag parsing
-
-
-def _split_assignment(text: str, flag: str, example: str) -> tuple[str, str]:
-    name, sep, value = text.rpartition("=")
-    name = name.strip()
-    if not sep or not name:
-        raise InputError(f"{flag} {text!r}: expected NAME=VALUE", f"e.g. {flag} {example}")
-    return name, value.strip()
-
-
-def _parse_int(text: str, what: str, flag: str, example: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{flag}: {what} {text!r} is not a whole number", f"e.g. {flag} {example}") from None
-    if value < 0:
-        raise InputError(f"{flag}: {what} {value} is negative", f"e.g. {flag} {example}")
-    return value
-
-
-def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``"x=1x3x224x224"`` -> ``("x", (1, 3, 224, 224))``. Commas also separate dims; ``"x="`` or
-    ``"x=scalar"`` is a 0-d input."""
-    example = "image=1x3x224x224"
-    name, value = _split_assignment(text, "--shape", example)
-    if value.lower() in ("", "scalar", "()", "[]"):
-        return name, ()
-    parts = value.strip("[]()").replace(",", "x").replace("X", "x").split("x")
-    return name, tuple(_parse_int(p.strip(), "dim", "--shape", example) for p in parts)
-
-
-def parse_dim(text: str) -> tuple[str, int]:
-    """``"batch=8"`` -> ``("batch", 8)``: a value for a symbolic dim name, wherever it appears."""
-    name, value = _split_assignment(text, "--dim", "batch=8")
-    return name, _parse_int(value, "value", "--dim", "batch=8")
-
-
-def parse_range(text: str) -> tuple[str, tuple[float, float]]:
-    """``"x=-1,1"`` -> ``("x", (-1.0, 1.0))``; LOW <= HIGH, both finite."""
-    import math
-
-    example = "pixel_values=-1,1"
-    name, value = _split_assignment(text, "--range", example)
-    parts = value.split(",")
-    if len(parts) != 2:
-        raise InputError(f"--range {text!r}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
-    try:
-        low, high = float(parts[0]), float(parts[1])
-    except ValueError:
-        raise InputError(f"--range {text!r}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
-    if not (math.isfinite(low) and math.isfinite(high)):
-        raise InputError(f"--range {text!r}: LOW and HIGH must be finite", f"e.g. --range {example}")
-    if low > high:
-        raise InputError(
-            f"--range {text!r}: LOW {low:g} is above HIGH {high:g}", f"e.g. --range {name}={high:g},{low:g}"
-        )
-    return name, (low, high)
 
 
 # --------------------------------------------------------------------------------------------- shapes
