@@ -17,6 +17,7 @@ from typing import Any
 
 from ortgpu.atomic import atomic_write_text
 from ortgpu.capi import binding
+from ortgpu.capi.api import readable_message
 from ortgpu.capi.binding import (
     CudaProviderOptions,
     Env,
@@ -188,9 +189,9 @@ def _append_providers(
 def _with_log(exc: OrtgpuError, env: Env, mark: int) -> OrtgpuError:
     """When ORT's status only says "Failed to load shared library", its log has the loader's reason: add it."""
     errors = [
-        binding._readable(r.message)
+        readable_message(r.message)
         for r in env.records_since(mark, LoggingLevel.ERROR)
-        if binding._readable(r.message) not in exc.message
+        if readable_message(r.message) not in exc.message
     ]
     if not errors:
         return exc

@@ -23,7 +23,8 @@ from typing import Any
 import ortgpu
 from ortgpu.atomic import atomic_write_bytes
 from ortgpu.capi import binding
-from ortgpu.capi.binding import LoggingLevel, LogRecord, TensorSpec, _numpy_dtype
+from ortgpu.capi.api import numpy_dtype
+from ortgpu.capi.binding import LoggingLevel, LogRecord, TensorSpec
 from ortgpu.capi.library_locator import LocatedLibrary, SourceKind, locate_library
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, OrtgpuError
@@ -136,7 +137,7 @@ def load_npz(path: Path, special: Mapping[str, str] | None = None) -> dict[str, 
             if array.dtype.kind == "U":
                 array = array.astype(object)
             elif special and name in special:
-                dtype = _numpy_dtype(special[name])
+                dtype = numpy_dtype(special[name])
                 if dtype is None:
                     raise BadInputError(f"array {name!r} has dtype {special[name]}, unknown here", "install ml_dtypes")
                 array = array.view(dtype)
