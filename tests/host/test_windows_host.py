@@ -12,19 +12,21 @@ from ortgpu.host import winapi
 from ortgpu.host.load_attempt import LoadOutcome
 from ortgpu.host.windows import (
     VC_RUNTIMES_KEY,
-    FolderKind,
-    PythonFlavour,
     RealWindowsHost,
     RegistryView,
-    cuda_facts,
-    driver_from_nvcuda_version,
     expand_variables,
-    host_facts,
     load_attempt_from_child,
     same_dir,
+    windows_error_code,
+)
+from ortgpu.host.windows_facts import (
+    FolderKind,
+    PythonFlavour,
+    cuda_facts,
+    driver_from_nvcuda_version,
+    host_facts,
     vc_registry,
     windows_driver,
-    windows_error_code,
 )
 
 on_windows = pytest.mark.skipif(sys.platform != "win32", reason="calls the Win32 API")

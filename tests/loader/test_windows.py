@@ -8,7 +8,8 @@ import pytest
 from tests.support.winsim import CUDA_ROOT, CUDNN_ROOT, SYSTEM32, SimulatedWindows, build_dll, install_cuda, new_machine
 
 from ortgpu.binfmt.binary import read_pe
-from ortgpu.host.windows import SESSION_MANAGER_KEY, cuda_facts, host_facts
+from ortgpu.host.windows import SESSION_MANAGER_KEY
+from ortgpu.host.windows_facts import cuda_facts, host_facts
 from ortgpu.loader.windows import (
     DllResolver,
     DllStatus,

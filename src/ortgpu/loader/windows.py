@@ -27,15 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ortgpu.host.windows import (
+from ortgpu.host.windows import WindowsHost, same_dir
+from ortgpu.host.windows_facts import (
     CudaFacts,
     DllFolder,
     HostFacts,
     VcRegistry,
     WindowsDriver,
-    WindowsHost,
     cuda_facts,
-    same_dir,
     vc_registry,
     windows_driver,
 )

@@ -32,7 +32,8 @@ from ortgpu.host.distributions import find_distributions
 from ortgpu.host.load_attempt import LoadAttempt
 from ortgpu.host.nvml import map_visible_devices
 from ortgpu.host.platform_probe import PlatformInfo
-from ortgpu.host.windows import DllFolder, FolderKind, HostFacts, PythonFlavour, WindowsHost, host_facts, same_dir
+from ortgpu.host.windows import WindowsHost, same_dir
+from ortgpu.host.windows_facts import DllFolder, FolderKind, HostFacts, PythonFlavour, host_facts
 from ortgpu.knowledge.matrix import Platform, known_sm_archs, requirements_for
 from ortgpu.loader.windows import (
     BuildNeeds,

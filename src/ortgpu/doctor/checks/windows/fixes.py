@@ -7,7 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ortgpu.host.windows import CudaFacts, DllFolder, FolderKind, HostFacts, same_dir
+from ortgpu.host.windows import same_dir
+from ortgpu.host.windows_facts import CudaFacts, DllFolder, FolderKind, HostFacts
 from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import lookup
 from ortgpu.knowledge.matrix import Platform

@@ -7,7 +7,8 @@ from typing import Any
 
 from ortgpu.doctor.checks.windows.fixes import kb_fix, redist_fix
 from ortgpu.doctor.verdict import Check, Status
-from ortgpu.host.windows import HostFacts, PythonFlavour, WindowsDriver, same_dir
+from ortgpu.host.windows import same_dir
+from ortgpu.host.windows_facts import HostFacts, PythonFlavour, WindowsDriver
 from ortgpu.knowledge.matrix import Platform, max_cuda_for_driver
 from ortgpu.loader.windows import BuildNeeds, DllCopy, DllResolution, LoadContext, VcRuntimeReport
 from ortgpu.versions import version_tuple

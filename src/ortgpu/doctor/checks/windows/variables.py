@@ -7,7 +7,8 @@ from typing import Any
 
 from ortgpu.doctor.checks.windows.fixes import FixEnv, install_cuda_fix, kb_fix
 from ortgpu.doctor.verdict import Check, Status
-from ortgpu.host.windows import HostFacts, PythonFlavour, WindowsHost
+from ortgpu.host.windows import WindowsHost
+from ortgpu.host.windows_facts import HostFacts, PythonFlavour
 
 __all__ = [
     "cuda_path_check",
