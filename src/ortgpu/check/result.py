@@ -7,6 +7,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.check.parity import OutputParity, ParityStatus
 from ortgpu.config import ExecutionProvider
 from ortgpu.placement import PlacementReport
@@ -137,6 +138,12 @@ class CheckResult:
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
     package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    nonfinite: tuple[NonFinite, ...] = ()  # outputs holding NaN/Inf (a failure unless allow_nonfinite)
+    allow_nonfinite: bool = False
+    samples: tuple[str, ...] = ()  # labels of the data set's samples, when more than one ran
+    dataset_source: str | None = None  # where the inputs came from, in words
+    dataset_notes: tuple[str, ...] = ()
+    report_to: Path | None = None  # the HTML report written
 
 
 def verdict_line(
