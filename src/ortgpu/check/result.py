@@ -7,6 +7,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortgpu.accuracy.layerwise import LayerwiseReport
 from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.check.parity import OutputParity, ParityStatus
 from ortgpu.config import ExecutionProvider
@@ -144,6 +145,7 @@ class CheckResult:
     dataset_source: str | None = None  # where the inputs came from, in words
     dataset_notes: tuple[str, ...] = ()
     report_to: Path | None = None  # the HTML report written
+    layerwise: LayerwiseReport | None = None  # every intermediate tensor compared (--layerwise)
 
 
 def verdict_line(

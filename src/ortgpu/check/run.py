@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ortgpu.accuracy.dataset import Dataset
+    from ortgpu.accuracy.layerwise import LayerwiseReport
     from ortgpu.model.inputs import InputSpec, ResolvedInputs
     from ortgpu.model.inspect import ModelInfo
     from ortgpu.session import VerifiedSession
@@ -78,6 +79,8 @@ class CheckRequest:
     ``samples``: generated samples to run (or the most to take from a data set); the inputs' ``npz`` may be a
     folder of .npz files or one .npz whose arrays carry a leading sample axis. ``allow_nonfinite``: NaN/Inf in
     an output is not a failure by itself. ``report``: write an HTML report (error histograms) there.
+    ``layerwise``: also compare every intermediate tensor with the CPU EP (on the first sample) and report where
+    the two first part; on the CPU EP itself, where NaN/Inf first appear.
     """
 
     model: Path
@@ -96,6 +99,7 @@ class CheckRequest:
     samples: int | None = None
     allow_nonfinite: bool = False
     report: Path | None = None
+    layerwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,11 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     if request.package is not None:
         from ortgpu.check.package import run_through_package
 
+        if request.layerwise:
+            raise BadInputError(
+                "--layerwise runs through the onnxruntime wheel, not a package's C library",
+                "drop --package to compare layer by layer",
+            )
         if len(dataset.samples) > 1:
             raise BadInputError(
                 f"--package runs one sample; the data set has {len(dataset.samples)}",
@@ -189,6 +198,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     all_outputs = [executed.outputs, *executed.more_outputs]
     parity, compared_with = _parity(request, executed, references, dataset)
     nonfinite = _nonfinite(all_outputs, compared_with, dataset)
+    layerwise = _layerwise(request, model, inputs.feeds, executed, report) if request.layerwise else None
     saved = None
     if request.save_outputs is not None:
         report("saving outputs", 0.95)
@@ -231,12 +241,37 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         dataset_source=dataset.source,
         dataset_notes=dataset.notes,
         report_to=request.report,
+        layerwise=layerwise,
     )
     if request.report is not None:
         from ortgpu.report.accuracy import write_check_report
 
         write_check_report(result, request.report)
     return result
+
+
+def _layerwise(
+    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], executed: Execution, report: Progress
+) -> LayerwiseReport:
+    """Every intermediate tensor on the active EP against the CPU EP (or, on the CPU EP, scanned for NaN/Inf)."""
+    from ortgpu.accuracy.engines import OrtEngine
+    from ortgpu.accuracy.graph import intermediate_tensors, load_model
+    from ortgpu.accuracy.layerwise import compare_layers
+    from ortgpu.check.parity import DEFAULT_TOLERANCES
+
+    report("layer-wise: exposing every intermediate tensor", 0.85)
+    proto = load_model(model.path)
+    slots, skipped = intermediate_tensors(proto, {name: tuple(a.shape) for name, a in feeds.items()})
+    rule = DEFAULT_TOLERANCES[_base_precision(executed.active_ep, executed.provider_options, executed.device_id)]
+    options = request.ep_options if executed.active_ep is executed.requested_ep else {}
+    with OrtEngine(proto, feeds, executed.active_ep, request.config, request.device_id, options) as tested:
+        if executed.active_ep is ExecutionProvider.CPU:
+            found, _ = compare_layers(slots, skipped, tested, None, rule.rtol, rule.atol_scale, progress=report)
+            return found
+        with OrtEngine(proto, feeds, ExecutionProvider.CPU) as cpu:
+            cpu.label = "the CPU EP"
+            found, _ = compare_layers(slots, skipped, tested, cpu, rule.rtol, rule.atol_scale, progress=report)
+            return found
 
 
 def _nonfinite(

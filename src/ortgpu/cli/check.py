@@ -10,7 +10,7 @@ import click
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.errors import BadInputError
 
-__all__ = ["FlagError", "command", "escape", "render"]
+__all__ = ["FlagError", "command", "escape", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -54,6 +54,7 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @click.option("--samples", "samples_text", metavar="N", help="Generated samples to run (or the most from --inputs).")
 @click.option("--allow-nonfinite", is_flag=True, help="NaN/Inf in an output is not a failure by itself.")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report (error histograms) here.")
+@click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor; name where the sides first part.")
 @click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
@@ -81,6 +82,7 @@ def command(
     samples_text: str | None,
     allow_nonfinite: bool,
     report: Path | None,
+    layerwise: bool,
     seed_text: str | None,
     reference: Path | None,
     atol: tuple[str, ...],
@@ -128,6 +130,7 @@ def command(
         samples=_int_flag(samples_text, "--samples", minimum=1),
         allow_nonfinite=allow_nonfinite,
         report=report,
+        layerwise=layerwise,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
@@ -166,6 +169,35 @@ def _render_nonfinite(result: Any, console: Any) -> None:
         console.print(f"  [{colour}]{escape(item.line())}[/]")
     if len(result.nonfinite) > _MAX_NODES_SHOWN:
         console.print(f"  ... {len(result.nonfinite) - _MAX_NODES_SHOWN} more (see --json)")
+
+
+def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
+    """The layer-wise section: the summary, the first tensors that diverge (roots marked), the notes."""
+    from rich.table import Table
+
+    colour = "red" if report.diverged else "green"
+    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{escape(report.summary())}[/]")
+    if report.first_divergent:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("#", "tensor", "op", "node", "max abs", "NaN/Inf", "root"):
+            table.add_column(column, justify="right" if column in ("#", "max abs", "NaN/Inf") else "left")
+        for item in report.first_divergent[:shown]:
+            table.add_row(
+                str(item.position),
+                escape(item.name),
+                escape(item.op_type),
+                escape(item.node_name),
+                _num(item.max_abs),
+                str(item.nonfinite),
+                "yes" if item.root else "",
+            )
+        console.print(table)
+        if len(report.first_divergent) > shown:
+            console.print(f"  [dim]... {report.diverged - shown} more (see --json)[/]")
+    for note in report.notes:
+        console.print(f"  [dim]{escape(note)}[/]")
+    for item in report.skipped[:5]:
+        console.print(f"  [dim]skipped {escape(item.name)}: {escape(item.reason)}[/]")
 
 
 def _mib(value: int | None) -> str:
@@ -208,6 +240,8 @@ def render(result: Any, console: Any) -> None:
     _render_placement(result, console, Table)
     _render_nonfinite(result, console)
     _render_parity(result, console, Table)
+    if result.layerwise is not None:
+        render_layerwise(result.layerwise, console)
     t = result.timings
     console.print(
         f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
