@@ -264,3 +264,15 @@ def refused_op_model(path: Path) -> Path:
     model.ir_version = 8
     Path(path).write_bytes(model.SerializeToString())
     return Path(path)
+
+
+def cancellation_model(path: Path) -> Path:
+    """``y`` = ((x + 1000) - 1000) * 1000: nothing near fp16's range limits, but fp16 holds 1000 + x only to 0.5,
+    so the difference is 0 or 0.5 instead of x (catastrophic cancellation)."""
+    nodes = [
+        _n("Add", ["x", "big"], ["lifted"], name="lift"),
+        _n("Sub", ["lifted", "big"], ["back"], name="drop"),
+        _n("Mul", ["back", "gain"], ["y"], name="gain"),
+    ]
+    inits = [_c("big", 1000.0), _c("gain", 1000.0)]
+    return _save(nodes, [_f("x", ["batch", 16])], [_f("y", ["batch", 16])], inits, path, "cancellation")

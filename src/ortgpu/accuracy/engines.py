@@ -78,7 +78,8 @@ class OrtEngine(TensorEngine):
         self.label = ep.ort_name
         self.ort_version = ""
 
-    def _run(self, model: onnx.ModelProto) -> list[Any]:
+    def _run(self, model: onnx.ModelProto, feeds: Sequence[Mapping[str, Any]] | None = None) -> list[list[Any]]:
+        """One verified session on ``model``, run on each of ``feeds`` (default: the engine's own)."""
         import onnx
         import onnxruntime
 
@@ -89,19 +90,25 @@ class OrtEngine(TensorEngine):
         onnx.save_model(model, str(path))
         self.ort_version = onnxruntime.__version__
         info = inspect_model(path, check=False)  # outputs left without shapes on purpose: ORT takes them
-        with open_session(
-            path, self._ep, self._config, self._device_id, self._ep_options, model_info=info
-        ) as session:
-            return session.run(self._feeds)
+        with open_session(path, self._ep, self._config, self._device_id, self._ep_options, model_info=info) as session:
+            return [session.run(f) for f in (feeds if feeds is not None else [self._feeds])]
 
     def values(self, slots: Sequence[TensorSlot]) -> dict[str, np.ndarray]:
+        return self.values_for(slots, [self._feeds])[0]
+
+    def values_for(self, slots: Sequence[TensorSlot], feeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """``slots`` for each of several feeds, through one session."""
         if not slots:
-            return {}
-        found = self._run(with_outputs(self._base, slots))
-        return {slot.name: value for slot, value in zip(slots, found, strict=True)}
+            return [{} for _ in feeds]
+        runs = self._run(with_outputs(self._base, slots), feeds)
+        return [{slot.name: value for slot, value in zip(slots, found, strict=True)} for found in runs]
 
     def outputs(self) -> dict[str, np.ndarray]:
-        return dict(zip(self._outputs, self._run(self._base), strict=True))
+        return self.outputs_for([self._feeds])[0]
+
+    def outputs_for(self, feeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The model's outputs for each of several feeds, through one session."""
+        return [dict(zip(self._outputs, found, strict=True)) for found in self._run(self._base, feeds)]
 
     def close(self) -> None:
         self._folder.cleanup()
@@ -130,16 +137,21 @@ class ReferenceEngine(TensorEngine):
         self._model.graph.node.extend(ordered)
         self._feeds = dict(feeds)
         self._results: dict[str, Any] | None = None
+        self._evaluator_cache: Any = None
+
+    def _evaluator(self) -> Any:
+        if self._evaluator_cache is None:
+            from onnx.reference import ReferenceEvaluator
+
+            self._evaluator_cache = ReferenceEvaluator(self._model)
+        return self._evaluator_cache
 
     def _all(self) -> dict[str, Any]:
         if self._results is None:
             import numpy as np
-            from onnx.reference import ReferenceEvaluator
 
             with np.errstate(all="ignore"):
-                self._results = dict(
-                    ReferenceEvaluator(self._model).run(None, self._feeds, intermediate=True)  # type: ignore[arg-type]
-                )
+                self._results = dict(self._evaluator().run(None, self._feeds, intermediate=True))
         return self._results
 
     def values(self, slots: Sequence[TensorSlot]) -> dict[str, np.ndarray]:
@@ -149,7 +161,16 @@ class ReferenceEngine(TensorEngine):
         return {s.name: np.asarray(results[s.name]) for s in slots if s.name in results}
 
     def outputs(self) -> dict[str, np.ndarray]:
+        return self.outputs_for([self._feeds])[0]
+
+    def outputs_for(self, feeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The model's outputs for each of several feeds (one evaluator, built once)."""
         import numpy as np
 
-        results = self._all()
-        return {o.name: np.asarray(results[o.name]) for o in self._model.graph.output}
+        names = [o.name for o in self._model.graph.output]
+        found = []
+        for one in feeds:
+            with np.errstate(all="ignore"):
+                values = self._evaluator().run(None, dict(one))
+            found.append({n: np.asarray(v) for n, v in zip(names, values, strict=True)})
+        return found
