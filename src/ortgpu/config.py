@@ -167,6 +167,12 @@ TOP_LEVEL_SETTINGS: tuple[Setting, ...] = (
         default="none",
         choices=tuple(f.value for f in Fallback),
     ),
+    Setting(
+        "fp16_model",
+        Kind.PATH,
+        "An fp16 version of the model, written by `ortgpu fp16` (relative to this file's folder). `ortgpu.load` "
+        "opens it instead of the model it is given, after checking that it was converted from that model.",
+    ),
 )
 
 SESSION_SETTINGS: tuple[Setting, ...] = (
@@ -721,6 +727,7 @@ class Config:
     inputs: InputSpec = field(default_factory=_default_input_spec)
     fallback: Fallback = Fallback.NONE
     source: Path | None = None
+    fp16_model: Path | None = None  # what ortgpu.load opens instead of the model it is given
 
     def options_for(self, ep: ExecutionProvider) -> dict[str, str]:
         return dict(self.ep_options.get(ep, {}))
@@ -751,9 +758,12 @@ def load_config(path: Path | str | None) -> Config:
     session = _default_session()
     ep_options: dict[ExecutionProvider, dict[str, str]] = {}
     inputs_raw: dict[str, Any] = {}
+    fp16_model = None
     for key, value in data.items():
         if key == "fallback":
             fallback = Fallback(TOP_LEVEL_SETTINGS[0].parse(value, f"{where}: fallback"))
+        elif key == "fp16_model":
+            fp16_model = path.parent / TOP_LEVEL_SETTINGS[1].parse(value, f"{where}: fp16_model")
         elif key == "session":
             for name, item in _expect_table(value, f"{where}: [session]").items():
                 setting = _find(SESSION_SETTINGS, name)
@@ -773,11 +783,12 @@ def load_config(path: Path | str | None) -> Config:
                     raise _unknown_key_error(name, f"{where}: [inputs]", INPUT_SETTINGS)
                 inputs_raw[name] = setting.parse(item, f"{where}: [inputs] {name}")
         else:
-            candidates = ["fallback", "session", "inputs", "ep"]
+            candidates = ["fallback", "fp16_model", "session", "inputs", "ep"]
             kind = "section" if isinstance(value, dict) else "key"
             raise ConfigError(
                 f"unknown {kind} {key!r} in {where}{_did_you_mean(key, candidates)}",
-                "top level takes: fallback, [session], [ep.cuda], [ep.tensorrt], [inputs] (see docs/config.md)",
+                "top level takes: fallback, fp16_model, [session], [ep.cuda], [ep.tensorrt], [inputs] "
+                "(see docs/config.md)",
             )
     return Config(
         session=session,
@@ -785,6 +796,7 @@ def load_config(path: Path | str | None) -> Config:
         inputs=_input_spec(inputs_raw, path.parent),
         fallback=fallback,
         source=path,
+        fp16_model=fp16_model,
     )
 
 

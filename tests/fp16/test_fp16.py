@@ -190,3 +190,25 @@ def test_on_cuda_it_validates_with_ort_and_times_both(tmp_path: Path) -> None:
     )
     assert result.passed and result.engine.startswith("CUDAExecutionProvider")
     assert result.speed.fp32_p50_ms is not None and result.speed.fp16_p50_ms is not None
+
+
+def test_a_config_points_load_at_the_fp16_model_it_was_converted_from(tmp_path: Path) -> None:
+    import ortgpu
+    from ortgpu.config import ConfigError
+
+    model, out = crafted.rss_chain(tmp_path / "rss.onnx"), tmp_path / "rss.fp16.onnx"
+    assert run_fp16(_cpu(model, out)).passed
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('fp16_model = "rss.fp16.onnx"\n')
+    with ortgpu.load(model, config=config, ep="cpu", warmup_runs=1) as session:
+        assert session.model.path == out
+        assert session.run(_x(64))[0].shape == (2, 64)
+    other = crafted.pow_chain(tmp_path / "other.onnx")
+    with pytest.raises(ConfigError, match=r"converted from another model than other\.onnx"):
+        ortgpu.load(other, config=config, ep="cpu")
+    config.write_text('fp16_model = "missing.onnx"\n')
+    with pytest.raises(ConfigError, match="does not exist"):
+        ortgpu.load(model, config=config, ep="cpu")
+    config.write_text('fp16_model = "rss.onnx"\n')
+    with pytest.raises(ConfigError, match="not written by ortgpu fp16"):
+        ortgpu.load(model, config=config, ep="cpu")

@@ -26,6 +26,7 @@ from ortgpu.fp16.keeplist import (
     overflow_failures,
     range_rule,
 )
+from ortgpu.fp16.provenance import KEEP_KEY, SOURCE_SHA_KEY
 from ortgpu.fp16.result import Attempt, Fp16Result, Sizes, Speed
 from ortgpu.fp16.validate import EngineChoice, choose_engine, open_engine
 
@@ -39,8 +40,6 @@ __all__ = ["SOURCE_SHA_KEY", "Fp16Error", "Fp16Request", "run_fp16"]
 
 Progress = Callable[[str, "float | None"], None]
 
-SOURCE_SHA_KEY = "ortgpu.fp16.source_sha256"  # metadata of the written model: the fp32 model it came from
-KEEP_KEY = "ortgpu.fp16.keep"
 _FAILURES_KEPT = 6
 
 

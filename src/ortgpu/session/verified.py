@@ -305,7 +305,8 @@ LOAD_OVERRIDES: dict[str, str] = {
 def load(model: str | Path, config: Config | str | Path | None = None, **overrides: Any) -> VerifiedSession:
     """Open a verified session on ``model`` and warm it up on the configured input shapes.
 
-    ``config`` is a Config or the path of an ortgpu.toml; ``overrides`` are listed in ``LOAD_OVERRIDES``.
+    ``config`` is a Config or the path of an ortgpu.toml; ``overrides`` are listed in ``LOAD_OVERRIDES``. A config
+    with ``fp16_model`` opens that file instead, once its metadata proves it was converted from ``model``.
     Raises the same typed errors, with the same messages, as ``ortgpu check`` prints.
     """
     unknown = sorted(set(overrides) - set(LOAD_OVERRIDES))
@@ -327,6 +328,10 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
         except ValueError:
             raise ConfigError(f"fallback={value!r} is not 'none' or 'cpu'", "use fallback='cpu' or 'none'") from None
         config = replace(config, fallback=fallback)
+    if config.fp16_model is not None:
+        from ortgpu.fp16.provenance import model_to_open
+
+        model = model_to_open(model, config)
     session = open_session(
         model,
         ep=overrides.get("ep"),
