@@ -212,3 +212,17 @@ def test_a_config_points_load_at_the_fp16_model_it_was_converted_from(tmp_path: 
     config.write_text('fp16_model = "rss.onnx"\n')
     with pytest.raises(ConfigError, match="not written by ortgpu fp16"):
         ortgpu.load(model, config=config, ep="cpu")
+
+
+def test_a_kept_node_that_still_departs_keeps_the_nearest_fp16_nodes_above_it(tmp_path: Path) -> None:
+    from ortgpu.accuracy.layerwise import TensorComparison, TensorStatus
+    from ortgpu.fp16.keeplist import divergence_rule
+
+    model = load_model(crafted.layernorm_chain(tmp_path / "ln.onnx"))
+    root = TensorComparison(3, "var", "ReduceMean", "ln_var", TensorStatus.DIVERGED, max_abs=9.0, root=True)
+    kept = {name: None for name in ("ln_var", "ln_pow", "ln_sub")}
+    found = divergence_rule(model, [root], kept, 2)  # type: ignore[arg-type]
+    # ln_var <- ln_pow (kept) <- ln_sub (kept) <- scale and ln_mean: the first nodes still in fp16
+    assert set(found) == {"scale", "ln_mean"}
+    assert all(k.rule is KeepRule.FEEDS_DIVERGENCE and "reaches kept node 'ln_var' in fp16" in k.reason
+               for k in found.values())  # fmt: skip

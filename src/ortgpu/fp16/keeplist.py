@@ -203,7 +203,8 @@ def divergence_rule(
     model: onnx.ModelProto, roots: Sequence[TensorComparison], kept: Mapping[str, KeptNode], iteration: int
 ) -> dict[str, KeptNode]:
     """The nodes where the fp16 model first departs from fp32 (layer-wise roots). A root whose node is kept
-    already departs because of its fp16 inputs: the nodes that make those inputs are kept instead."""
+    already departs because of what it reads in fp16: walking up through kept nodes, the first nodes that are not
+    kept (the ones that still make those tensors in fp16) are kept instead."""
     producers = producers_of(model)
     by_name = {n.name: n for n in model.graph.node}
     found: dict[str, KeptNode] = {}
@@ -217,11 +218,34 @@ def divergence_rule(
                 reason = f"the fp16 model departs from fp32 here first: {root.name!r} {numbers}"
                 found[node.name] = KeptNode(node.name, node.op_type, KeepRule.DIVERGENCE, reason, iteration)
             continue
-        for tensor in node.input:
-            maker = producers.get(tensor)
-            if maker is not None and maker.name not in kept and maker.name not in found:
-                reason = f"makes {tensor!r}, read by kept node {node.name!r} which still departs ({numbers})"
+        for maker, tensor in _fp16_feeders(node, producers, kept):
+            if maker.name not in found:
+                reason = (
+                    f"makes {tensor!r}, which reaches kept node {node.name!r} in fp16; {node.name!r} still departs "
+                    f"{numbers}"
+                )
                 found[maker.name] = KeptNode(maker.name, maker.op_type, KeepRule.FEEDS_DIVERGENCE, reason, iteration)
+    return found
+
+
+def _fp16_feeders(node: Any, producers: Mapping[str, Any], kept: Mapping[str, KeptNode]) -> list[tuple[Any, str]]:
+    """The nearest nodes upstream of ``node`` that are not kept, through any number of kept ones."""
+    found: list[tuple[Any, str]] = []
+    seen = {node.name}
+    frontier = [node]
+    while frontier:
+        step = []
+        for current in frontier:
+            for tensor in current.input:
+                maker = producers.get(tensor)
+                if maker is None or maker.name in seen:
+                    continue
+                seen.add(maker.name)
+                if maker.name in kept:
+                    step.append(maker)
+                else:
+                    found.append((maker, tensor))
+        frontier = step
     return found
 
 
