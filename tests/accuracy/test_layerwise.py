@@ -120,3 +120,15 @@ def test_check_layerwise_on_cuda_compares_every_tensor_with_the_cpu_ep(tmp_path:
     layerwise = result.layerwise
     assert layerwise is not None and layerwise.reference == "the CPU EP"
     assert layerwise.compared == layerwise.tensors and layerwise.tested == "CUDAExecutionProvider"
+
+
+def test_an_ort_engine_asks_for_tensors_in_its_own_models_types(tmp_path: Path) -> None:
+    from ortgpu.fp16 import convert_to_fp16
+
+    fp32 = load_model(crafted.small_cnn(tmp_path / "cnn.onnx"))
+    fp16 = convert_to_fp16(fp32).model
+    feeds = {"image": np.random.default_rng(0).random((1, 3, 16, 16), dtype=np.float32)}
+    slots, _ = intermediate_tensors(fp32, {"image": (1, 3, 16, 16)})
+    with OrtEngine(fp16, feeds, ExecutionProvider.CPU) as engine:
+        values = engine.values(slots)
+    assert values["c1"].dtype == np.float16 and values["probs"].dtype == np.float32  # keep_io_types

@@ -77,6 +77,21 @@ class OrtEngine(TensorEngine):
         )
         self.label = ep.ort_name
         self.ort_version = ""
+        self._types: dict[str, int] | None = None
+
+    def _own_types(self, slots: Sequence[TensorSlot]) -> list[TensorSlot]:
+        """``slots`` typed as this engine's model has them (another model's fp32 tensor may be fp16 here)."""
+        from dataclasses import replace
+
+        from ortgpu.accuracy.graph import intermediate_tensors
+
+        if self._types is None:
+            own, _ = intermediate_tensors(self._base, {n: tuple(v.shape) for n, v in self._feeds.items()})
+            self._types = {s.name: s.elem_type for s in own}
+        types = self._types
+        return [
+            replace(s, elem_type=types[s.name]) if types.get(s.name, s.elem_type) != s.elem_type else s for s in slots
+        ]
 
     def _run(self, model: onnx.ModelProto, feeds: Sequence[Mapping[str, Any]] | None = None) -> list[list[Any]]:
         """One verified session on ``model``, run on each of ``feeds`` (default: the engine's own)."""
@@ -100,7 +115,7 @@ class OrtEngine(TensorEngine):
         """``slots`` for each of several feeds, through one session."""
         if not slots:
             return [{} for _ in feeds]
-        runs = self._run(with_outputs(self._base, slots), feeds)
+        runs = self._run(with_outputs(self._base, self._own_types(slots)), feeds)
         return [{slot.name: value for slot, value in zip(slots, found, strict=True)} for found in runs]
 
     def outputs(self) -> dict[str, np.ndarray]:

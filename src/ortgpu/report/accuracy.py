@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.accuracy.nonfinite import NonFinite
     from ortgpu.check.parity import OutputParity
     from ortgpu.check.result import CheckResult
+    from ortgpu.compare.result import CompareResult
 
 __all__ = [
     "histogram_figure",
@@ -24,7 +25,9 @@ __all__ = [
     "page",
     "parity_html",
     "render_check_html",
+    "render_compare_html",
     "write_check_report",
+    "write_compare_report",
 ]
 
 
@@ -169,3 +172,76 @@ def write_check_report(result: CheckResult, path: str | Path) -> Path:
     from ortgpu.atomic import atomic_write_text
 
     return atomic_write_text(path, render_check_html(result))
+
+
+def _latency_html(result: CompareResult) -> str:
+    latency = result.latency
+    if latency is None:
+        return ""
+    if latency.note:
+        return f"<p class=dim>{_e(latency.note)}</p>"
+    delta = latency.delta
+    css = "bad" if latency.regressed else "ok"
+    rows = (
+        f"<tr><th class=l></th><th>p50 ms</th><th>p95 ms</th></tr>"
+        f"<tr><td class=l>A</td><td>{_num(latency.a_p50_ms, 4)}</td><td>{_num(latency.a_p95_ms, 4)}</td></tr>"
+        f"<tr><td class=l>B</td><td>{_num(latency.b_p50_ms, 4)}</td><td>{_num(latency.b_p95_ms, 4)}</td></tr>"
+    )
+    change = "–" if delta is None else f"{delta:+.1%}"
+    return (
+        f"<p>{_e(latency.method)}; batch {latency.batch}.</p><table>{rows}</table>"
+        f"<p class={css}>B against A: {_e(change)} (allowed: +{latency.max_regression:.0%})</p>"
+    )
+
+
+def _needs_html(result: CompareResult) -> str:
+    needs = result.needs
+    if needs is None:
+        return ""
+    if needs.error:
+        return f"<p class=warn>not analysed: {_e(needs.error)}</p>"
+    rows = "".join(
+        f"<tr><td class=l>{_e(r.kind)}</td><td class=l>{_e(r.a or '–')}</td><td class=l>{_e(r.b or '–')}</td>"
+        f"<td class='l {'warn' if r.changed else 'dim'}'>{'changed' if r.changed else 'same'}</td></tr>"
+        for r in needs.requirements
+    )
+    rows += (
+        f"<tr><td class=l>providers</td><td class=l>{_e(', '.join(needs.providers_a))}</td>"
+        f"<td class=l>{_e(', '.join(needs.providers_b))}</td><td></td></tr>"
+    )
+    table = f"<table><tr><th class=l>needs</th><th class=l>A</th><th class=l>B</th><th></th></tr>{rows}</table>"
+    extra = ""
+    if needs.needs_added:
+        extra += f"<p>B also needs: {_e(', '.join(needs.needs_added))}</p>"
+    if needs.needs_removed:
+        extra += f"<p>B no longer needs: {_e(', '.join(needs.needs_removed))}</p>"
+    return f"<p>A: {_e(needs.a)}<br>B: {_e(needs.b)}</p>{table}{extra}"
+
+
+def render_compare_html(result: CompareResult) -> str:
+    plots = "".join(
+        histogram_figure(out.name, out.histogram, f"hist-{i}").html() for i, out in enumerate(result.outputs)
+    )
+    nonfinite = "".join(nonfinite_html(side.nonfinite, True) for side in (result.a, result.b) if side.nonfinite)
+    sides = f"<p>{_e(result.a.label)}<br>{_e(result.b.label)}</p><p>data: {_e(result.dataset)}</p>"
+    sections = [
+        (
+            "Verdict",
+            f"<p class={'ok' if result.passed else 'bad'}>{_e(result.verdict)}</p>"
+            + "".join(f"<p class=bad>{_e(f)}</p>" for f in result.failures[1:]),
+        ),
+        ("Sides", sides),
+        ("Outputs: B against A", parity_html(result.outputs) + nonfinite),
+        ("Error histograms", plots),
+        ("Layer-wise", layerwise_html(result.layerwise)),
+        ("Latency", _latency_html(result)),
+        ("Library needs", _needs_html(result)),
+    ]
+    return page(f"ortgpu compare: {result.a.path.name} vs {result.b.path.name}", result.verdict, sections)
+
+
+def write_compare_report(result: CompareResult, path: str | Path) -> Path:
+    """Write the compare report atomically; returns the path."""
+    from ortgpu.atomic import atomic_write_text
+
+    return atomic_write_text(path, render_compare_html(result))
