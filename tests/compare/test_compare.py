@@ -72,7 +72,8 @@ def test_saved_outputs_on_either_side(cnn: Path, tmp_path: Path) -> None:
 
 
 def test_python_side_with_this_interpreter_runs_the_runner_script(cnn: Path) -> None:
-    result = run_compare(_request(cnn, python=sys.executable, latency=True, duration_s=0.05))
+    # the same build on both sides: latency is measured, not judged (a shared machine is noisy)
+    result = run_compare(_request(cnn, python=sys.executable, latency=True, duration_s=0.05, max_regression=100.0))
     assert result.passed and result.a.kind is SideKind.PYTHON and result.b.kind is SideKind.PYTHON
     assert result.outputs[0].max_abs == 0.0
     import onnxruntime
@@ -159,7 +160,8 @@ def test_bad_comparisons_are_exit_2(cnn: Path, tmp_path: Path, capsys: pytest.Ca
 
 def test_cli_table_json_and_report(cnn: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "compare.html"
-    args = ["compare", str(cnn), "--python", sys.executable, "--duration", "0.05", "--report", str(report)]
+    args = ["compare", str(cnn), "--python", sys.executable, "--duration", "0.05", "--max-regression", "10000%"]
+    args += ["--report", str(report)]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "Outputs: B against A" in out and "Latency" in out and "Library needs" in out and "SAME" in out
@@ -202,7 +204,9 @@ def _old_ort_python() -> Path:
 @pytest.mark.network
 def test_upgrade_check_against_onnxruntime_1_20_in_another_venv(cnn: Path) -> None:
     python = _old_ort_python()
-    result = run_compare(_request(cnn, python=str(python), samples=2, latency=True, duration_s=0.05))
+    result = run_compare(
+        _request(cnn, python=str(python), samples=2, latency=True, duration_s=0.05, max_regression=100.0)
+    )
     assert result.b.ort_version == OLD_ORT and result.a.ort_version != OLD_ORT
     assert result.outputs[0].status.value == "pass", result.failures
     assert result.needs is not None and result.needs.error is None and OLD_ORT in result.needs.b

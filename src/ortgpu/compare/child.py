@@ -92,7 +92,8 @@ try:
         feeds = samples[0]
         for _ in range(spec["warmup"]):
             session.run(None, feeds)
-        for _ in range(spec["iterations"]):
+        deadline = time.perf_counter() + spec["duration_s"]
+        while len(latencies) < spec["iterations"] or (time.perf_counter() < deadline and len(latencies) < 100000):
             start = time.perf_counter_ns()
             session.run(None, feeds)
             latencies.append(time.perf_counter_ns() - start)
@@ -142,10 +143,11 @@ def run_in_python(
     env: Mapping[str, str] | None = None,
     iterations: int = 0,
     warmup: int = 0,
+    duration_s: float = 0.0,
     timeout_s: float = 600.0,
 ) -> ChildRun:
-    """Run ``model`` on each of ``feeds`` with ``interpreter``'s onnxruntime on ``ep_ort_name``; time
-    ``iterations`` runs of the first feeds after ``warmup``. ``env``: variables to set for the child ("" unsets
+    """Run ``model`` on each of ``feeds`` with ``interpreter``'s onnxruntime on ``ep_ort_name``; time at least
+    ``iterations`` runs of the first feeds (for ``duration_s`` seconds at least) after ``warmup``. ``env``: variables to set for the child ("" unsets
     one, e.g. PYTHONPATH). Raises InterpreterError (exit 2) when it cannot start, OtherOrtError (exit 3) when its
     onnxruntime is missing, lacks the EP or fails."""
     import numpy as np
@@ -168,6 +170,7 @@ def run_in_python(
             "samples": len(feeds),
             "iterations": iterations,
             "warmup": warmup,
+            "duration_s": duration_s,
         }
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         try:

@@ -177,9 +177,6 @@ def _run_side(
 
         assert side.ep is not None and side.python is not None
         tell(f"{side.name}: {side.path.name} with {side.python}", None)
-        iterations = 0
-        if request.latency:
-            iterations = max(10, min(2000, int(request.duration_s * 200)))
         run = run_in_python(
             side.python,
             side.path,
@@ -187,8 +184,9 @@ def _run_side(
             side.ep.ort_name,
             config.options_for(side.ep),
             env=side.env,
-            iterations=iterations,
-            warmup=max(3, iterations // 10),
+            iterations=10 if request.latency else 0,
+            warmup=10,
+            duration_s=request.duration_s if request.latency else 0.0,
         )
         side.outputs, side.latencies_ns = run.outputs, run.latencies_ns
         side.ort_version, side.providers, side.ort_dir = run.ort_version, run.providers, run.ort_dir
@@ -273,8 +271,8 @@ def _latency(
         batch = first.batch or 1
         stats = [compute_stats(s.latencies_ns, batch, 0.0) if s.latencies_ns else None for s in (a, b)]
         return LatencyDiff(
-            f"the same runner script in each interpreter: {len(a.latencies_ns)} timed session.run calls after "
-            "warm-up, numpy in and out",
+            f"the same runner script in each interpreter: {len(a.latencies_ns)} and {len(b.latencies_ns)} timed "
+            f"session.run calls ({request.duration_s:g} s each) after 10 warm-up runs, numpy in and out",
             first.batch,
             stats[0].p50_ms if stats[0] else None,
             stats[1].p50_ms if stats[1] else None,
