@@ -147,9 +147,11 @@ def run_in_python(
     timeout_s: float = 600.0,
 ) -> ChildRun:
     """Run ``model`` on each of ``feeds`` with ``interpreter``'s onnxruntime on ``ep_ort_name``; time at least
-    ``iterations`` runs of the first feeds (for ``duration_s`` seconds at least) after ``warmup``. ``env``: variables to set for the child ("" unsets
-    one, e.g. PYTHONPATH). Raises InterpreterError (exit 2) when it cannot start, OtherOrtError (exit 3) when its
-    onnxruntime is missing, lacks the EP or fails."""
+    ``iterations`` runs of the first feeds (for ``duration_s`` seconds at least) after ``warmup``.
+
+    ``env``: variables to set for the child ("" unsets one, e.g. PYTHONPATH). Raises InterpreterError (exit 2)
+    when it cannot start, OtherOrtError (exit 3) when its onnxruntime is missing, lacks the EP or fails.
+    """
     import numpy as np
 
     program = str(interpreter)
