@@ -190,7 +190,8 @@ def _run_side(
         )
         side.outputs, side.latencies_ns = run.outputs, run.latencies_ns
         side.ort_version, side.providers, side.ort_dir = run.ort_version, run.providers, run.ort_dir
-        side.distribution = run.distributions[0] if run.distributions else None
+        # the distribution that owns the onnxruntime that ran (an unpacked build on PYTHONPATH may have none)
+        side.distribution = next((d for d in run.distributions if d[1] == run.ort_version), None)
         side.runner = f"{run.interpreter} (Python {run.python}): onnxruntime {run.ort_version}"
     elif side.kind is SideKind.PACKAGE:
         from ortgpu.capi.runner import run_package_model
