@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError
+from ortgpu.output_paths import check_outputs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.result import BenchResult
@@ -121,6 +122,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     if not folder.is_dir():
         raise BadInputError(f"--out-dir {folder}: no such folder", "create it first, or leave it out")
     report_path = (folder / DEMO_REPORT_NAME).resolve()
+    check_outputs({"report": report_path})  # before the doctor, check and bench run
     started = time.perf_counter()
     steps: dict[str, float] = {}
 

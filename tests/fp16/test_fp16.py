@@ -192,26 +192,24 @@ def test_on_cuda_it_validates_with_ort_and_times_both(tmp_path: Path) -> None:
     assert result.speed.fp32_p50_ms is not None and result.speed.fp16_p50_ms is not None
 
 
-def test_a_config_points_load_at_the_fp16_model_it_was_converted_from(tmp_path: Path) -> None:
+def test_write_config_points_load_at_the_fp16_model_it_was_converted_from(tmp_path: Path) -> None:
     import ortgpu
     from ortgpu.config import ConfigError
 
-    model, out = crafted.rss_chain(tmp_path / "rss.onnx"), tmp_path / "rss.fp16.onnx"
-    assert run_fp16(_cpu(model, out)).passed
-    config = tmp_path / "ortgpu.toml"
-    config.write_text('fp16_model = "rss.fp16.onnx"\n')
+    model, out, config = crafted.rss_chain(tmp_path / "rss.onnx"), tmp_path / "rss.fp16.onnx", tmp_path / "ortgpu.toml"
+    result = run_fp16(_cpu(model, out, config_out=config))
+    assert result.passed and result.config_written == config
+    assert 'file = "rss.fp16.onnx"' in config.read_text() and 'precision = "fp16"' in config.read_text()
     with ortgpu.load(model, config=config, ep="cpu", warmup_runs=1) as session:
-        assert session.model.path == out
         assert session.run(_x(64))[0].shape == (2, 64)
+        assert Path(session.ort._model_path) == out  # type: ignore[attr-defined]
     other = crafted.pow_chain(tmp_path / "other.onnx")
-    with pytest.raises(ConfigError, match=r"converted from another model than other\.onnx"):
+    with pytest.raises(ConfigError, match=r"derived from another model than other\.onnx"):
         ortgpu.load(other, config=config, ep="cpu")
-    config.write_text('fp16_model = "missing.onnx"\n')
-    with pytest.raises(ConfigError, match="does not exist"):
-        ortgpu.load(model, config=config, ep="cpu")
-    config.write_text('fp16_model = "rss.onnx"\n')
-    with pytest.raises(ConfigError, match="not written by ortgpu fp16"):
-        ortgpu.load(model, config=config, ep="cpu")
+    with pytest.raises(Fp16Error, match="exists"):
+        run_fp16(_cpu(model, tmp_path / "again.onnx", config_out=config))
+    failed = run_fp16(_cpu(model, tmp_path / "f.onnx", auto_keep=False, force=True))
+    assert failed.config_section is None  # a model that did not pass is never proposed for load()
 
 
 def test_a_kept_node_that_still_departs_keeps_the_nearest_fp16_nodes_above_it(tmp_path: Path) -> None:

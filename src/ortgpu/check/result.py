@@ -15,6 +15,7 @@ from ortgpu.placement import PlacementReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.capi.runner import PackageRunResult
+    from ortgpu.check.fixed_dims import FixedDimsProbe
 
 __all__ = [
     "CheckResult",
@@ -139,6 +140,7 @@ class CheckResult:
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
     package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
     nonfinite: tuple[NonFinite, ...] = ()  # outputs holding NaN/Inf (a failure unless allow_nonfinite)
     allow_nonfinite: bool = False
     samples: tuple[str, ...] = ()  # labels of the data set's samples, when more than one ran

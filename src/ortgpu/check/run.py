@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.nonfinite import NonFinite, scan_outputs
+from ortgpu.check.fixed_dims import FixedDimsProbe, probe_fixed_dims
 from ortgpu.check.parity import (
     OutputParity,
     ParityStatus,
@@ -124,6 +125,7 @@ class Execution:
     package: PackageLibrary | None = None
     more_outputs: tuple[dict[str, Any], ...] = ()  # outputs of the data set's further samples, in order
     cpu_references: Callable[[], list[dict[str, Any]]] | None = None  # the CPU EP's, for every sample
+    fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
 def merge_input_spec(
@@ -164,11 +166,10 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report = progress or _silent
     if request.warm_runs < 0:
         raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
+    _check_output_path(request)
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
-    _check_output_path(request.save_outputs)
-    _check_report_path(request.report)
     report("making inputs", 0.05)
     spec = request.inputs if request.inputs is not None else request.config.inputs
     dataset = load_dataset(model, spec, request.samples)
@@ -242,6 +243,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         dataset_notes=dataset.notes,
         report_to=request.report,
         layerwise=layerwise,
+        fixed_dims=executed.fixed_dims,
     )
     if request.report is not None:
         from ortgpu.report.accuracy import write_check_report
@@ -346,6 +348,14 @@ def _run_through_wheel(
     if placement is None:
         report("reading placement from a profiled run", 0.7)
         placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
+    fixed = None
+    if placement is not None and placement.off_requested_count:
+        report("placement with the open dims fixed", 0.75)
+        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+        fixed = probe_fixed_dims(
+            model.path, ep, request.config, shapes, placement, open_session,
+            device_id=request.device_id, ep_options=request.ep_options, model_info=model,
+        )  # fmt: skip
 
     def cpu_references() -> list[dict[str, Any]]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
@@ -372,6 +382,7 @@ def _run_through_wheel(
         cpu_reference=cpu_reference,
         more_outputs=tuple(more),
         cpu_references=cpu_references,
+        fixed_dims=fixed,
     )
 
 
@@ -415,24 +426,19 @@ def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict
     return split
 
 
-def _check_output_path(path: Path | None) -> None:
-    if path is None:
-        return
-    if path.suffix != ".npz":
+def _check_output_path(request: CheckRequest) -> None:
+    """Before any work: --save-outputs is an .npz path and --report a file that can be written, neither an input."""
+    from ortgpu.output_paths import check_outputs
+
+    path = request.save_outputs
+    if path is not None and path.suffix != ".npz":
         raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
-    if path.is_dir():
-        raise OutputFileError(f"--save-outputs {path} is a directory", "give a file name, e.g. outputs.npz")
-    if not path.parent.is_dir():
-        raise OutputFileError(f"--save-outputs {path}: folder {path.parent} does not exist", "create it first")
-
-
-def _check_report_path(path: Path | None) -> None:
-    if path is None:
+    outputs = {label: p for label, p in (("--save-outputs", path), ("--report", request.report)) if p is not None}
+    if not outputs:
         return
-    if path.is_dir():
-        raise OutputFileError(f"--report {path} is a directory", "give a file name, e.g. check.html")
-    if not path.parent.is_dir():
-        raise OutputFileError(f"--report {path}: folder {path.parent} does not exist", "create it first")
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    inputs = (request.model, request.reference, spec.npz if spec else None, request.config.source, request.package)
+    check_outputs(outputs, inputs, error=OutputFileError)
 
 
 def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
@@ -596,6 +602,8 @@ def _parity(
 ) -> tuple[ParityReport, list[Mapping[str, Any]] | None]:
     """Parity over every sample (each output reports its worst sample) and the reference outputs used."""
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
+        base = Precision.FP16
     outputs = [executed.outputs, *executed.more_outputs]
     if references is not None:
         compared = _compare_samples(request, outputs, references, base, dataset)

@@ -301,6 +301,12 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
         console.print(f"  [dim]{result.placement_note}[/]")
+    fixed = result.fixed_dims
+    if fixed is not None:
+        from rich.markup import escape
+
+        colour = "green" if fixed.moved > 0 else "dim"
+        console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: Any, console: Any, table_type: Any) -> None:

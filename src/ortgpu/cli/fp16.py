@@ -52,6 +52,12 @@ def _float_flag(text: str | None, flag: str) -> float | None:
 @click.option("--force", is_flag=True, help="Write OUT even when validation fails.")
 @click.option("--no-bench", is_flag=True, help="Do not time fp16 against fp32 on the GPU.")
 @click.option("--bench-batch", "bench_batch_text", metavar="N", help="Time at this batch (default: the data's).")
+@click.option(
+    "--write-config",
+    "config_out",
+    type=click.Path(path_type=Path),
+    help="Write a new ortgpu.toml whose [model] makes load/check/bench run OUT.",
+)
 @json_option
 def command(
     model: Path,
@@ -75,6 +81,7 @@ def command(
     force: bool,
     no_bench: bool,
     bench_batch_text: str | None,
+    config_out: Path | None,
     as_json: bool,
 ) -> int:
     """Convert MODEL to fp16 with ONNX Runtime's converter and prove it against fp32 on data.
@@ -116,6 +123,7 @@ def command(
         force=force,
         bench=not no_bench,
         bench_batch=_int_flag(bench_batch_text, "--bench-batch", minimum=1),
+        config_out=config_out,
     )
     with progress_reporter(not as_json) as progress:
         result = run_fp16(request, progress)
@@ -182,5 +190,10 @@ def render(result: Any, console: Any) -> None:
             if speed.fp16_p50_ms is None
             else f"  [dim]{escape(speed.note)}[/]"
         )
+    if result.config_written is not None:
+        console.print(f"config written to {escape(str(result.config_written))} (its [model] runs the fp16 model)")
+    elif result.config_section:
+        console.print("[dim]to make ortgpu.load / check / bench run it, put in your ortgpu.toml:[/]")
+        console.print(escape(result.config_section), highlight=False)
     colour = "green" if result.passed else "red"
     console.print(f"\n[bold {colour}]{escape(result.verdict)}[/]")

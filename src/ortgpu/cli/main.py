@@ -10,6 +10,7 @@ import click
 
 from ortgpu import __version__
 from ortgpu.cli.registry import LazyGroup
+from ortgpu.cli.signals import call_handling_sigterm
 from ortgpu.errors import ExitCode, OrtgpuError
 
 __all__ = ["cli", "main", "run"]
@@ -69,4 +70,4 @@ def _report_error(exc: OrtgpuError, as_json: bool) -> None:
 
 def run() -> None:
     """Console-script wrapper: the only place that exits the process."""
-    sys.exit(main())
+    sys.exit(call_handling_sigterm(main))

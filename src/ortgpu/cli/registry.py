@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("ortgpu.cli.check", "Prove a model runs on the requested EP: placement, parity, timings."),
     "bench": ("ortgpu.cli.bench", "Honest latency and throughput: warm-up, percentiles, modes, sweeps, report."),
     "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
+    "tune": ("ortgpu.cli.tune", "Find the fastest config whose outputs still match fp32; write ortgpu.toml."),
     "bundle": ("ortgpu.cli.bundle", "Copy the files a C/C++ deployment of an ORT package needs, with a manifest."),
     "fp16": ("ortgpu.cli.fp16", "Convert a model to fp16, validated on data, with the fp32 keep-list found for you."),
     "compare": ("ortgpu.cli.compare", "Compare two runs: EPs, models, saved outputs, ORT versions, C libraries."),

@@ -82,3 +82,5 @@ class Fp16Result:
     failures: tuple[str, ...]
     verdict: str
     notes: tuple[str, ...] = ()
+    config_section: str | None = None  # the [model] section that makes load/check/bench run OUT for MODEL
+    config_written: Path | None = None  # the ortgpu.toml written with it (--write-config)

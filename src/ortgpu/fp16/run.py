@@ -77,18 +77,33 @@ class Fp16Request:
     bench: bool = True
     bench_batch: int | None = None
     bench_duration_s: float = 2.0
+    config_out: Path | None = None  # a new ortgpu.toml whose [model] points load/check/bench at OUT
 
 
-def _check_request(request: Fp16Request) -> None:
+def _check_request(request: Fp16Request, config_source: Path | None) -> None:
+    from ortgpu.output_paths import check_outputs
+
     out = Path(request.output)
     if out.suffix != ".onnx":
         raise Fp16Error(f"-o {out}: the file name must end in .onnx", f"e.g. -o {out.stem}.fp16.onnx")
-    if out.is_dir():
-        raise Fp16Error(f"-o {out} is a directory", "give a file name, e.g. model.fp16.onnx")
-    if not out.parent.is_dir():
-        raise Fp16Error(f"-o {out}: folder {out.parent} does not exist", "create it first")
     if Path(request.model).exists() and out.exists() and os.path.samefile(out, request.model):
         raise Fp16Error(f"-o {out} is the input model itself", "write the fp16 model to another file")
+    if request.config_out is not None:
+        if Path(request.config_out).suffix != ".toml":
+            raise Fp16Error(
+                f"--write-config {request.config_out}: must end in .toml", "e.g. --write-config ortgpu.toml"
+            )
+        if Path(request.config_out).exists():
+            raise Fp16Error(
+                f"--write-config {request.config_out} exists: ortgpu fp16 writes a new config, never edits one",
+                "give a new file name, or add the [model] section from --json (config_section) to yours",
+            )
+    npz = request.inputs.npz if request.inputs is not None else None
+    check_outputs(
+        {"-o": out, "--write-config": request.config_out},
+        (request.model, npz, config_source),
+        error=Fp16Error,
+    )
     if request.max_iterations < 1:
         raise Fp16Error(f"--max-iterations {request.max_iterations}: needs 1 or more", "e.g. --max-iterations 8")
     for name, value in (("--atol", request.atol), ("--rtol", request.rtol)):
@@ -254,8 +269,8 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
     from ortgpu.model.inspect import inspect_model
 
     tell = progress or (lambda message, fraction=None: None)
-    _check_request(request)
     config = load_config(request.config)
+    _check_request(request, config.source)
     tell("reading the model", 0.0)
     info = inspect_model(request.model)
     _check_ep(request.ep)
@@ -347,6 +362,15 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
         tell(f"writing {request.output}", 0.9)
         atomic_write_bytes(request.output, data)
         written = True
+    config_section = config_written = None
+    if written and passed:
+        from ortgpu.fp16.provenance import config_section as section_text
+        from ortgpu.fp16.provenance import sha256_file
+
+        folder = Path(request.config_out).parent if request.config_out is not None else Path(request.output).parent
+        config_section = section_text(Path(request.output), sha256_file(Path(request.output)), info.sha256, folder)
+        if request.config_out is not None:
+            config_written = _write_config(Path(request.config_out), config_section, info.path.name)
     speed = _speed(request, info.path, written, passed, dataset, tell)
     sizes = Sizes(fp32_bytes=proto.ByteSize(), fp16_bytes=len(data))
     failures = tuple(validation.failures)
@@ -379,7 +403,20 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
         failures=failures,
         verdict=verdict,
         notes=(*notes, *dataset.notes),
+        config_section=config_section,
+        config_written=config_written,
     )
+
+
+def _write_config(path: Path, section: str, source: str) -> Path:
+    """A new ortgpu.toml holding the [model] section, read back through the one config reader."""
+    from ortgpu.atomic import atomic_write_text
+    from ortgpu.config import load_config
+
+    text = f"# written by ortgpu fp16: ortgpu.load({source!r}, config=...) runs the fp16 model\n\n{section}"
+    atomic_write_text(path, text)
+    load_config(path)  # a config ortgpu writes and cannot read is a bug: fail here, loudly
+    return path
 
 
 def _with_provenance(model: onnx.ModelProto, sha256: str, keep: Mapping[str, KeptNode]) -> onnx.ModelProto:

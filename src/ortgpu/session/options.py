@@ -49,6 +49,10 @@ def build_session_options(config: Config, *, log_severity: int, logid: str) -> o
     options.enable_mem_reuse = bool(settings["enable_mem_reuse"])
     options.enable_cpu_mem_arena = bool(settings["enable_cpu_mem_arena"])
     options.use_deterministic_compute = bool(settings["use_deterministic_compute"])
+    for name, value in dict(settings.get("free_dims") or {}).items():
+        options.add_free_dimension_override_by_name(name, int(value))
+    for denotation, value in dict(settings.get("free_dim_denotations") or {}).items():
+        options.add_free_dimension_override_by_denotation(denotation, int(value))
     options.log_severity_level = log_severity
     options.logid = logid
     return options

@@ -257,7 +257,8 @@ def open_session(
         fallback_reason = missing.message
         names, options = ["CPUExecutionProvider"], [{}]
 
-    session, elapsed, log_text, logid = _create(model.path, ep, config, names, options, collect_placement, profile_dir)
+    path = config.model_file_for(model.path, model.sha256)  # [model] file: the tuned copy of this model
+    session, elapsed, log_text, logid = _create(path, ep, config, names, options, collect_placement, profile_dir)
     active_names = list(session.get_providers())
     if ep.ort_name not in active_names and fallback_reason is None:
         error = inactive_provider_error(ep, active_names, log_text)
@@ -305,8 +306,7 @@ LOAD_OVERRIDES: dict[str, str] = {
 def load(model: str | Path, config: Config | str | Path | None = None, **overrides: Any) -> VerifiedSession:
     """Open a verified session on ``model`` and warm it up on the configured input shapes.
 
-    ``config`` is a Config or the path of an ortgpu.toml; ``overrides`` are listed in ``LOAD_OVERRIDES``. A config
-    with ``fp16_model`` opens that file instead, once its metadata proves it was converted from ``model``.
+    ``config`` is a Config or the path of an ortgpu.toml; ``overrides`` are listed in ``LOAD_OVERRIDES``.
     Raises the same typed errors, with the same messages, as ``ortgpu check`` prints.
     """
     unknown = sorted(set(overrides) - set(LOAD_OVERRIDES))
@@ -328,10 +328,6 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
         except ValueError:
             raise ConfigError(f"fallback={value!r} is not 'none' or 'cpu'", "use fallback='cpu' or 'none'") from None
         config = replace(config, fallback=fallback)
-    if config.fp16_model is not None:
-        from ortgpu.fp16.provenance import model_to_open
-
-        model = model_to_open(model, config)
     session = open_session(
         model,
         ep=overrides.get("ep"),
