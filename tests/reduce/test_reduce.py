@@ -79,3 +79,15 @@ def test_nan_on_cuda_is_cut_the_same_way(tmp_path: Path) -> None:
     model = crafted.nan_deep_chain(tmp_path / "deep.onnx")
     result = run_reduce(ReduceRequest(model=model, output=tmp_path / "r.onnx", ep=ExecutionProvider.CUDA))
     assert result.reproduced and result.kept_nodes == ("Sqrt (n9_sqrt)",)
+
+
+def test_outputs_are_checked_before_any_work(tmp_path: Path) -> None:
+    model = crafted.nan_deep_chain(tmp_path / "deep.onnx")
+    with pytest.raises(ReduceError, match="is the input"):
+        run_reduce(ReduceRequest(model=model, output=model))
+    (tmp_path / "folder.onnx").mkdir()
+    with pytest.raises(ReduceError, match="is a directory"):
+        run_reduce(ReduceRequest(model=model, output=tmp_path / "folder.onnx"))
+    with pytest.raises(ReduceError, match=r"must end in \.npz"):
+        run_reduce(ReduceRequest(model=model, output=tmp_path / "r.onnx", save_inputs=tmp_path / "r.onnx"))
+    assert not (tmp_path / "r.onnx").exists()

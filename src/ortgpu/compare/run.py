@@ -378,9 +378,13 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Co
     if not (request.max_regression >= 0 and request.duration_s > 0):
         raise CompareError("--max-regression must be >= 0 and --duration > 0", "e.g. --max-regression 10%")
     a, b = _sides(request)
-    if request.report is not None and not Path(request.report).parent.is_dir():
-        raise CompareError(f"--report {request.report}: folder does not exist", "create it first")
     config = load_config(request.config)
+    if request.report is not None:
+        from ortgpu.output_paths import check_outputs
+
+        npz = request.inputs.npz if request.inputs is not None else None
+        inputs = (a.path, b.path, npz, config.source, request.package, request.package_a)
+        check_outputs({"--report": request.report}, inputs, error=CompareError)
     infos = [inspect_model(s.path) for s in (a, b) if s.kind is not SideKind.OUTPUTS]
     if len(infos) == 2:
         _models_agree(infos[0], infos[1])

@@ -151,8 +151,8 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
 
     tell = progress or (lambda message, fraction=None: None)
     out = Path(request.output)
-    if out.suffix != ".onnx" or out.is_dir() or not out.parent.is_dir():
-        raise ReduceError(f"-o {out}: needs a file name ending in .onnx in an existing folder", "e.g. -o reduced.onnx")
+    if out.suffix != ".onnx":
+        raise ReduceError(f"-o {out}: needs a file name ending in .onnx", "e.g. -o reduced.onnx")
     if request.save_inputs is not None and Path(request.save_inputs).suffix != ".npz":
         raise ReduceError(f"--save-inputs {request.save_inputs}: must end in .npz", "e.g. --save-inputs reduced.npz")
     if request.condition is ConditionKind.CHECK and request.ep is ExecutionProvider.CPU:
@@ -161,9 +161,13 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
             "give --ep cuda (or tensorrt), or use --condition nan / refuse",
         )
     config = load_config(request.config)
+    from ortgpu.output_paths import check_outputs
+
+    npz = request.inputs.npz if request.inputs is not None else None
+    check_outputs(
+        {"-o": out, "--save-inputs": request.save_inputs}, (request.model, npz, config.source), error=ReduceError
+    )
     info = inspect_model(request.model)
-    if out.exists() and out.resolve() == info.path.resolve():
-        raise ReduceError(f"-o {out} is the input model itself", "write the reduced model to another file")
     model = load_model(info.path)
     nodes = _prepare(model)
     spec = request.inputs if request.inputs is not None else config.inputs
