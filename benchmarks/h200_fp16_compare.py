@@ -1,17 +1,19 @@
 """GPU evidence for `ortgpu fp16` and `ortgpu compare --python`: ResNet-50 and BERT-base on the CUDA EP.
 
-    python benchmarks/h200_fp16_compare.py OUT_DIR [--ep cuda|cpu] [--tiny]
+    python benchmarks/h200_fp16_compare.py OUT_DIR [--ep cuda|cpu] [--tiny] [--work DIR]
         [--other-python PY] [--other-env NAME=VALUE ...] [--max-iterations N]
 
 1. Exports ResNet-50 (torchvision, random weights, dynamic batch) and BERT-base (transformers BertModel from its
-   config, random weights, dynamic batch/sequence) as benchmarks/h200_check.py does, in a temporary folder.
+   config, random weights, dynamic batch/sequence) as benchmarks/h200_check.py does, into --work (or a temporary
+   folder) — or reuses resnet50.onnx / bert-base.onnx an earlier step (h200_tune.py) left there.
 2. `run_fp16` on each (the library function behind `ortgpu fp16`) on --ep: validated on 2 generated samples
    (ResNet-50 batch 8; BERT batch 8 x 128 tokens, attention mask all ones), keep-list with reasons, parity against
    fp32 (CPU EP), and on a GPU the speed of fp32 and fp16 with IO binding through the bench engine at ResNet-50
    batch 64 and BERT batch 32 (anchors measured by hand on this H200: ResNet-50 9.58 -> 7.20 ms, BERT 6.39 ->
    3.61 ms).
 3. `run_compare` with --python (the library function behind `ortgpu compare --python`): side A is this
-   interpreter's onnxruntime, side B --other-python (with --other-env set for it, NAME= unsets), on ResNet-50 and
+   interpreter's onnxruntime, side B --other-python (with --other-env set for it, NAME= unsets; default: this
+   interpreter with PYTHONPATH unset, so its own site-packages' onnxruntime), on ResNet-50 and
    BERT-base at batch 1, CPU EP on both sides, then ResNet-50 with A on --ep against B on the CPU EP.
 
 Writes OUT_DIR/h200-fp16-compare.json and .md (tables, exact command, environment), each fp16 / compare result as
@@ -19,7 +21,8 @@ its versioned JSON envelope, and the compare HTML reports. --tiny uses ortgpu's 
 instead of the exports (a dry run on a machine without torch: `--ep cpu --tiny`). Fully offline.
 
 On the H200 (onnxruntime-gpu 1.31.1 pack on PYTHONPATH, the image's onnxruntime 1.30 CPU build in /opt/torch/.venv):
-    python benchmarks/h200_fp16_compare.py OUT --other-python /opt/torch/.venv/bin/python --other-env PYTHONPATH=
+    python benchmarks/h200_fp16_compare.py OUT --work /tmp/models \
+        --other-python /opt/torch/.venv/bin/python --other-env PYTHONPATH=
 """
 
 from __future__ import annotations
@@ -40,12 +43,12 @@ from ortgpu.atomic import atomic_write_text  # noqa: E402
 from ortgpu.results import envelope  # noqa: E402
 
 ANCHORS_MS = {"resnet50": (64, 9.58, 7.20), "bert_base": (32, 6.39, 3.61)}
-_SCRUB: list[str] = []  # temporary folders, named in what is written instead of spelled out
+_SCRUB: list[tuple[str, str]] = []  # (folder, its name): folders named in what is written, not spelled out
 
 
 def _write(path: Path, text: str) -> None:
-    for folder in _SCRUB:
-        text = text.replace(folder, "<temporary folder>")
+    for folder, name in _SCRUB:
+        text = text.replace(folder, name)
     atomic_write_text(path, text)
 
 
@@ -66,6 +69,11 @@ def _environment(ep: str) -> dict[str, Any]:
         "onnxruntime_providers": ort.get_available_providers(),
         "gpus": [],
     }
+
+
+def _reuse(folder: Path, *names: str) -> Path | None:
+    """A model an earlier step exported into the work folder (h200_tune.py and h200_check.py use these names)."""
+    return next((folder / n for n in names if (folder / n).is_file()), None)
 
 
 def _models(folder: Path, tiny: bool) -> list[dict[str, Any]]:
@@ -92,8 +100,12 @@ def _models(folder: Path, tiny: bool) -> list[dict[str, Any]]:
         ]
     from h200_check import export_bert, export_resnet50
 
-    resnet, resnet_exporter = export_resnet50(folder)
-    bert, bert_exporter = export_bert(folder, dynamic=True)
+    resnet, resnet_exporter = _reuse(folder, "resnet50.onnx"), "reused from the work folder"
+    if resnet is None:
+        resnet, resnet_exporter = export_resnet50(folder)
+    bert, bert_exporter = _reuse(folder, "bert_base_dynamic.onnx", "bert-base.onnx"), "reused from the work folder"
+    if bert is None:
+        bert, bert_exporter = export_bert(folder, dynamic=True)
     return [
         {
             "name": "resnet50",
@@ -116,7 +128,7 @@ def _fp16(entry: dict[str, Any], ep: str, out: Path, max_iterations: int) -> dic
     from ortgpu.config import ExecutionProvider
     from ortgpu.fp16 import Fp16Request, run_fp16
 
-    target = Path(entry["path"]).with_suffix(".fp16.onnx")
+    target = Path(entry["path"]).with_suffix(".ortgpu-fp16.onnx")
     started = time.perf_counter()
     result = run_fp16(
         Fp16Request(
@@ -127,7 +139,7 @@ def _fp16(entry: dict[str, Any], ep: str, out: Path, max_iterations: int) -> dic
             samples=2,
             max_iterations=max_iterations,
             bench_batch=entry["bench_batch"],
-            bench_duration_s=2.0,
+            bench_duration_s=1.5,
         )
     )
     wall = time.perf_counter() - started
@@ -199,7 +211,7 @@ def _compare(name: str, entry: dict[str, Any], other: str, env: dict[str, str], 
                 python_env=env,
                 inputs=single,
                 samples=2,
-                duration_s=2.0,
+                duration_s=1.5,
                 max_regression=0.10,
                 report=out / f"{name}.compare.html",
             )
@@ -328,18 +340,35 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--ep", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--tiny", action="store_true", help="built-in small models instead of the exports")
-    parser.add_argument("--other-python", default=sys.executable, help="side B of compare --python")
-    parser.add_argument("--other-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--other-python",
+        default=None,
+        help="side B of compare --python (default: this interpreter with PYTHONPATH unset, i.e. its own onnxruntime)",
+    )
+    parser.add_argument("--other-env", action="append", default=None, metavar="NAME=VALUE")
+    parser.add_argument("--work", type=Path, help="where models are exported, or reused from (default: a temp folder)")
     parser.add_argument("--max-iterations", type=int, default=4)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    _SCRUB.append((str(args.out), "OUT_DIR"))
+    if args.other_python is None:
+        args.other_python = sys.executable
+        if args.other_env is None:
+            args.other_env = ["PYTHONPATH="]
+    args.other_env = args.other_env or []
     other_env = dict(item.partition("=")[::2] for item in args.other_env)
     started = time.perf_counter()
     env = _environment(args.ep)
     fp16_rows, compare_rows = [], []
     with tempfile.TemporaryDirectory(prefix="ortgpu-h200-fp16-") as tmp:
-        _SCRUB.append(tmp)
-        models = _models(Path(tmp), args.tiny)
+        work = Path(tmp)
+        _SCRUB.append((tmp, "<temporary folder>"))
+        if args.work is not None:
+            work = args.work
+            work.mkdir(parents=True, exist_ok=True)
+            _SCRUB.append((str(work.resolve()), "<work folder>"))
+            _SCRUB.append((str(work), "<work folder>"))
+        models = _models(work, args.tiny)
         for entry in models:
             print(f"fp16: {entry['name']}", flush=True)
             fp16_rows.append(_fp16(entry, args.ep, args.out, args.max_iterations))
@@ -356,6 +385,7 @@ def main() -> int:
                 _compare(f"{entry['name']}-{args.ep}-vs-cpu", entry, args.other_python, other_env, args.ep, args.out)
             )
     command = f"python benchmarks/h200_fp16_compare.py OUT_DIR --ep {args.ep}" + (" --tiny" if args.tiny else "")
+    command += " --work WORK_DIR" if args.work is not None else ""
     if args.other_python != sys.executable:
         command += f" --other-python {args.other_python}"
     command += "".join(f" --other-env {item}" for item in args.other_env)
