@@ -32,4 +32,4 @@ have benchmarks/h200_profile.py && step profile 150 python3 benchmarks/h200_prof
 have benchmarks/h200_scale.py && step scale 150 python3 benchmarks/h200_scale.py "$res/scale" --work /tmp/models
 have benchmarks/h200_doctor_speed.sh && step doctor-speed 120 bash benchmarks/h200_doctor_speed.sh "$res/doctor-speed"
 step pytest-gpu 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests
-tar -czf "$out/results.tar.gz" -C "$res" . && echo "packed $(du -h "$out/results.tar.gz" | cut -f1)" | tee -a "$log"
+tar -czf "$out/results.tar.gz" -C "$res" --exclude="*.onnx" --exclude="*.data" --exclude="*.onnx.data" . && echo "packed $(du -h "$out/results.tar.gz" | cut -f1)" | tee -a "$log"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.graph import TensorSlot, topological_order, with_outputs
 from ortgpu.config import Config, ExecutionProvider
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -96,7 +97,8 @@ class OrtEngine(TensorEngine):
     def _run(self, model: onnx.ModelProto, feeds: Sequence[Mapping[str, Any]] | None = None) -> list[list[Any]]:
         """One verified session on ``model``, run on each of ``feeds`` (default: the engine's own)."""
         import onnx
-        import onnxruntime
+
+        onnxruntime = import_onnxruntime("comparing a model layer by layer")
 
         from ortgpu.model.inspect import inspect_model
         from ortgpu.session import open_session

@@ -40,6 +40,7 @@ from ortgpu.check.result import (
 from ortgpu.config import Config, ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.placement import PlacementReport
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,6 +126,7 @@ class Execution:
     package: PackageLibrary | None = None
     more_outputs: tuple[dict[str, Any], ...] = ()  # outputs of the data set's further samples, in order
     cpu_references: Callable[[], list[dict[str, Any]]] | None = None  # the CPU EP's, for every sample
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
@@ -243,6 +245,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         dataset_notes=dataset.notes,
         report_to=request.report,
         layerwise=layerwise,
+        cuda_libraries=executed.cuda_libraries,
         fixed_dims=executed.fixed_dims,
     )
     if request.report is not None:
@@ -304,7 +307,7 @@ def _run_through_wheel(
     extra: list[Mapping[str, Any]] | None = None,
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session import best_available_ep, open_session
 
@@ -382,6 +385,7 @@ def _run_through_wheel(
         cpu_reference=cpu_reference,
         more_outputs=tuple(more),
         cpu_references=cpu_references,
+        cuda_libraries=session.cuda_libraries,
         fixed_dims=fixed,
     )
 

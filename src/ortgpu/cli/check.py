@@ -227,6 +227,8 @@ def render(result: Any, console: Any) -> None:
     )
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+    if result.cuda_libraries:
+        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
     for item in result.inputs:
@@ -303,8 +305,6 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [dim]{result.placement_note}[/]")
     fixed = result.fixed_dims
     if fixed is not None:
-        from rich.markup import escape
-
         colour = "green" if fixed.moved > 0 else "dim"
         console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
 

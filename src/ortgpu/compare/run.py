@@ -15,6 +15,7 @@ from ortgpu.compare.needs import NeedsDiff, PackageSource, needs_diff
 from ortgpu.compare.result import CompareResult, LatencyDiff, SideKind, SideReport
 from ortgpu.config import Config, ExecutionProvider
 from ortgpu.errors import BadInputError
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.accuracy.dataset import Dataset
@@ -161,7 +162,7 @@ def _run_side(
 ) -> None:
     """Fill ``side.outputs`` (and what ran it) for every sample."""
     if side.kind is SideKind.MODEL:
-        import onnxruntime
+        onnxruntime = import_onnxruntime("comparing two runs")
 
         from ortgpu.session import open_session
 
@@ -315,7 +316,7 @@ def _latency(
 
 
 def _this_ort() -> PackageSource | None:
-    import onnxruntime
+    onnxruntime = import_onnxruntime("comparing two runs")
 
     from ortgpu.env.distributions import find_distributions
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.graph import topological_order
 from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -38,23 +39,22 @@ class Converted:
     casts_removed: int
 
 
-def _converter() -> Any:
+def _converter() -> tuple[Any, frozenset[str]]:
+    """ORT's ``convert_float_to_float16`` and its DEFAULT_OP_BLOCK_LIST."""
+    import_onnxruntime()
     try:
-        from onnxruntime.transformers.float16 import convert_float_to_float16
+        from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
     except ImportError as exc:
         raise ConverterUnavailableError(
             f"onnxruntime's float16 converter cannot be imported ({exc})",
             "install onnxruntime (or onnxruntime-gpu) 1.17 or newer: it ships onnxruntime.transformers.float16",
         ) from None
-    return convert_float_to_float16
+    return convert_float_to_float16, frozenset(DEFAULT_OP_BLOCK_LIST)
 
 
 def converter_default_block_list() -> frozenset[str]:
     """Op types ORT's converter leaves in fp32 on its own (its DEFAULT_OP_BLOCK_LIST)."""
-    _converter()
-    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST
-
-    return frozenset(DEFAULT_OP_BLOCK_LIST)
+    return _converter()[1]
 
 
 def convert_to_fp16(model: onnx.ModelProto, keep: Iterable[str] = (), keep_io_types: bool = True) -> Converted:
@@ -65,7 +65,7 @@ def convert_to_fp16(model: onnx.ModelProto, keep: Iterable[str] = (), keep_io_ty
 
     import onnx
 
-    convert = _converter()
+    convert, _ = _converter()
     work = onnx.ModelProto()
     work.CopyFrom(model)
     original = {n.name for n in work.graph.node}

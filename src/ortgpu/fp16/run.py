@@ -29,6 +29,7 @@ from ortgpu.fp16.keeplist import (
 from ortgpu.fp16.provenance import KEEP_KEY, SOURCE_SHA_KEY
 from ortgpu.fp16.result import Attempt, Fp16Result, Sizes, Speed
 from ortgpu.fp16.validate import EngineChoice, choose_engine, open_engine
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -112,7 +113,7 @@ def _check_request(request: Fp16Request, config_source: Path | None) -> None:
 
 
 def _check_ep(ep: ExecutionProvider) -> None:
-    import onnxruntime as ort
+    ort = import_onnxruntime("validating an fp16 model")
 
     from ortgpu.session.providers import missing_from_build_error
 

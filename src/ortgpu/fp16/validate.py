@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.engines import OrtEngine, ReferenceEngine, TensorEngine
 from ortgpu.config import Config, ExecutionProvider
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -41,7 +42,8 @@ def upcast_nodes(
     """Nodes of the fp16 ``model`` that ORT runs in fp32 on ``ep``: it wraps them in Casts it names
     ``InsertedPrecisionFreeCast_*`` (read from the graph ORT writes after partitioning, optimisations off)."""
     import onnx
-    import onnxruntime as ort
+
+    ort = import_onnxruntime("validating an fp16 model")
 
     from ortgpu.session.options import provider_chain
 
@@ -76,7 +78,7 @@ def choose_engine(
     """ORT on ``ep`` unless that is the CPU EP and it lacks fp16 kernels for some nodes: then the reference
     evaluator, which computes float16 tensors in float16. A GPU EP is always validated by ORT itself (it is what
     will run the model), with the nodes it runs in fp32 named."""
-    import onnxruntime as ort
+    ort = import_onnxruntime("validating an fp16 model")
 
     ep_options = dict(ep_options or {})
     lifted = upcast_nodes(model, ep, config, device_id, ep_options)
