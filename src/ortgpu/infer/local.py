@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -71,9 +72,11 @@ def run_local(
     max_attempts: int = 3,
     max_restarts: int = 3,
     depth: int = 2,
+    start_wait_s: float = 60.0,
 ) -> PoolOutcome:
     """Run ``tasks`` on one worker per slot; see the module docstring. ``depth``: tasks handed to a worker at once
-    (it reads the next while it runs one)."""
+    (it reads the next while it runs one). Tasks are handed out once every worker is up (they start together), or
+    ``start_wait_s`` after the first one is."""
     events = events or PoolEvents()
     queue: collections.deque[Task] = collections.deque(tasks)
     attempts: collections.Counter[int] = collections.Counter()
@@ -117,6 +120,7 @@ def run_local(
 
     for state in states:
         start(state)
+    first_ready: float | None = None
     try:
         while True:
             busy = [s for s in states if s.tasks]
@@ -128,7 +132,9 @@ def run_local(
                     f"every worker died (each device restarted {max_restarts} times); {len(queue)} tasks not run",
                     "see the workers' messages above; check the kernel log (out of memory?)",
                 )
-            for state in live:
+            all_up = all(s.ready or s.retired for s in states)
+            waited = first_ready is not None and time.monotonic() - first_ready > start_wait_s
+            for state in live if all_up or waited else ():
                 while state.ready and len(state.tasks) < depth and queue and not stopped:
                     task = queue.popleft()
                     state.tasks.append(task)
@@ -151,6 +157,7 @@ def run_local(
                 kind = message[0]
                 if kind == "ready":
                     state.ready = True
+                    first_ready = first_ready if first_ready is not None else time.monotonic()
                     infos.append(message[1])
                     events.started(message[1])
                 elif kind == "done":

@@ -1,7 +1,8 @@
 """The worker process entry, `python -m ortgpu.scale.worker FD_IN FD_OUT NAME`: runs one job function, talks by pipes.
 
 A fresh interpreter (never a fork: no CUDA state is inherited, and the caller's ``__main__`` is never re-run).
-NAME (e.g. ``gpu1``) is only there so ``ps`` shows which worker a process is. The parent sets the environment (``CUDA_VISIBLE_DEVICES``) when it starts the process. The first message on
+NAME (e.g. ``gpu1``) is only there so ``ps`` shows which worker a process is.
+The parent sets the environment (``CUDA_VISIBLE_DEVICES``) when it starts the process. The first message on
 FD_IN is ``(module, function, payload)``; the worker imports ``module`` (an ``ortgpu.`` module only) and calls
 ``function(payload, channel)``. Anything a library prints goes to stderr: stdout is pointed there, so it never
 mixes with the parent's output. Errors are sent back as messages, never printed as tracebacks.
