@@ -20,12 +20,20 @@ __all__ = ["command", "render_doctor"]
     default=None,
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
+@click.option("--ray", "use_ray", is_flag=True, help="Run the doctor on every node of a Ray cluster: one table.")
+@click.option("--ray-address", metavar="HOST:PORT", help="The Ray cluster (implies --ray).")
 @json_option
-def command(package: Path | None, as_json: bool) -> int:
+def command(package: Path | None, use_ray: bool, ray_address: str | None, as_json: bool) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
+    if use_ray or ray_address is not None:
+        from ortgpu.cli.doctor_fleet import run_fleet
+
+        if package is not None:
+            raise click.UsageError("--package and --ray do not combine: a package is read here, not on the nodes")
+        return run_fleet(ray_address, as_json)
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package

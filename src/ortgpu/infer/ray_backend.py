@@ -3,74 +3,24 @@
 Each actor (``num_gpus=1``: Ray sets its ``CUDA_VISIBLE_DEVICES``, so it runs on device 0) holds the same
 verified session as a local worker (:class:`ortgpu.infer.worker.InferWorker`), reads its tasks' files and writes
 their outputs itself: ``--inputs`` and ``--out`` must be the same path on every node (a shared file system).
-An actor that dies is restarted by Ray and its task retried (``max_restarts`` / ``max_task_retries``); outputs
+An actor that dies is restarted by Ray and its task retried (Ray Data's actor defaults); outputs
 are written once, so a retried task keeps what the first attempt wrote. The driver writes the manifest.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any
 
-from ortgpu.errors import EnvironmentUnfitError, OrtgpuError
+from ortgpu.errors import OrtgpuError
 from ortgpu.infer.dataset import Item, Task
 from ortgpu.infer.local import PoolEvents, PoolOutcome
 from ortgpu.infer.worker import InferWorker, ItemRecord, WorkerInfo, WorkerSpec
+from ortgpu.scale.ray_cluster import Cluster, RayUnavailableError, import_ray
 
-__all__ = ["Cluster", "RayInferActor", "RayUnavailableError", "connect", "import_ray", "run_ray"]
-
-
-class RayUnavailableError(EnvironmentUnfitError):
-    """Ray is not installed, no cluster can be reached, or it lacks what the run needs (exit 3)."""
-
-
-@dataclass(frozen=True)
-class Cluster:
-    address: str | None
-    nodes: int
-    gpus: int
-    cpus: int
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailableError(
-            "--ray needs Ray, which is not installed here", "pip install 'ortgpu[ray]' (Ray Data)"
-        ) from None
-    return ray
-
-
-def connect(address: str | None) -> Cluster:
-    """Join the Ray cluster at ``address`` (None: RAY_ADDRESS, or start one on this machine); reuses a connection
-    this process already has."""
-    ray = import_ray()
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
-        if address is None and not os.environ.get("RAY_ADDRESS"):
-            kwargs["include_dashboard"] = False  # a local cluster for this run only
-        try:
-            ray.init(**kwargs)
-        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-            where = address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise RayUnavailableError(
-                f"cannot reach the Ray cluster at {where}: {why}",
-                "start it with `ray start --head`, or give its address with --ray-address HOST:6379",
-            ) from None
-    resources = ray.cluster_resources()
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    context = ray.get_runtime_context()
-    return Cluster(
-        address=getattr(context, "gcs_address", None) or address,
-        nodes=len(alive),
-        gpus=int(resources.get("GPU", 0)),
-        cpus=int(resources.get("CPU", 0)),
-    )
+__all__ = ["RayInferActor", "run_ray"]
 
 
 def _task_json(task: Task) -> str:
@@ -118,8 +68,6 @@ def run_ray(
     events: PoolEvents,
     cluster: Cluster,
     workers: int | None,
-    *,
-    max_attempts: int = 3,
 ) -> PoolOutcome:
     """Run ``tasks`` on ``workers`` actors (default: one per GPU of the cluster, or 1 on the CPU EP)."""
     import_ray()
@@ -144,10 +92,8 @@ def run_ray(
         RayInferActor,
         fn_constructor_kwargs={"spec": spec},
         batch_size=1,
-        concurrency=count,
-        max_restarts=max_attempts,
-        max_task_retries=max_attempts,
-        **resources,
+        compute=ray.data.ActorPoolStrategy(size=count),
+        **resources,  # Ray Data restarts a dead actor and retries its task (max_restarts / max_task_retries -1)
     )
     seen: dict[str, WorkerInfo] = {}
     stopped = False

@@ -211,7 +211,7 @@ def run_infer(
     out = _prepare_out(Path(request.out), Path(request.inputs))
     cluster = None
     if request.ray:
-        from ortgpu.infer.ray_backend import connect
+        from ortgpu.scale.ray_cluster import connect
 
         cluster = connect(request.ray_address)
         ep = request.ep or (ExecutionProvider.CUDA if cluster.gpus else ExecutionProvider.CPU)
@@ -304,7 +304,7 @@ def run_infer(
                 clock["first"] = time.perf_counter()  # Ray: actor start and session creation count too
                 from ortgpu.infer.ray_backend import run_ray
 
-                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers, max_attempts=request.max_attempts)
+                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers)
             elif tasks:
                 devices = request.devices or (DeviceSpec(all_gpus=True) if ep.is_gpu else DeviceSpec(cpu_workers=1))
                 slots = plan_slots(devices, gpu_ep=ep.is_gpu)
