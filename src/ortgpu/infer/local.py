@@ -71,7 +71,7 @@ def run_local(
     *,
     max_attempts: int = 3,
     max_restarts: int = 3,
-    depth: int = 2,
+    depth: int = 3,
     start_wait_s: float = 60.0,
 ) -> PoolOutcome:
     """Run ``tasks`` on one worker per slot; see the module docstring. ``depth``: tasks handed to a worker at once

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.config import ExecutionProvider
-from ortgpu.infer.dataset import Dataset, InferInputError, Item, discover, plan_tasks
+from ortgpu.infer.dataset import Dataset, InferInputError, Item, SourceKind, discover, plan_tasks
 from ortgpu.infer.local import PoolEvents, PoolOutcome, run_local
 from ortgpu.infer.result import Backend, BadItem, InferResult
 from ortgpu.infer.store import (
@@ -165,7 +165,7 @@ class _Ledger:
         entry: dict[str, Any] = {"status": "done" if record.status in ("done", "kept") else "bad", "rows": record.rows}
         if entry["status"] == "done":
             entry.update(
-                input_sha256=record.input_sha256,
+                input_stat=record.input_stat,
                 output=f"{record.name}.npz",
                 output_sha256=record.output_sha256,
                 worker=record.worker,
@@ -252,7 +252,7 @@ def run_infer(
             ledger.add(ItemRecord(name, "bad", reason=reason))
         ledger.flush(force=True)
         remove_stale_temporaries(out, [i.output_name for i in dataset.items])
-        every = plan_tasks(dataset, request.batch)
+        every = plan_tasks(dataset, max(1, request.batch // _rows_per_file(dataset, model)))
         tasks = []
         for task in every:
             todo = frozenset(i.name for i in task.items if i.name not in verified and i.name not in blocked)
@@ -342,6 +342,28 @@ def run_infer(
     )
 
 
+def _rows_per_file(dataset: Dataset, model: Any) -> int:
+    """Rows in the first file of a folder source (its first model input's leading dim; 1 for a file that holds one
+    sample without a batch axis): a task then holds about ``batch`` rows. Read from the .npy header only."""
+    import zipfile
+
+    import numpy as np
+
+    if dataset.kind is not SourceKind.NPZ_FOLDER or not dataset.items or not model.inputs:
+        return 1
+    first = model.inputs[0]
+    try:
+        with zipfile.ZipFile(dataset.items[0].source) as archive, archive.open(f"{first.name}.npy") as handle:
+            major, _ = np.lib.format.read_magic(handle)
+            reader = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape = reader(handle)[0]
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, SyntaxError):
+        return 1  # a bad first file is reported with its item; the plan does not depend on it
+    if first.rank is None or len(shape) != first.rank or not shape:
+        return 1
+    return max(1, int(shape[0]))
+
+
 def _verify(items: tuple[Item, ...], entries: Mapping[str, Any], out: Path) -> tuple[set[str], dict[str, str]]:
     """(items done and verified, items whose recorded output is there but changed -> why). Items whose output is
     missing are neither: they run again."""
@@ -362,7 +384,7 @@ def _verify(items: tuple[Item, ...], entries: Mapping[str, Any], out: Path) -> t
             )
             continue
         try:
-            same_input = input_digest(item, cache) == entry.get("input_sha256")
+            same_input = input_digest(item, cache) == entry.get("input_stat")
         except OSError:
             same_input = False
         if not same_input:

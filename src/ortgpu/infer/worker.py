@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import OrtgpuError
 from ortgpu.infer.dataset import Item, ItemError, ItemReader, SourceKind, Task
-from ortgpu.infer.store import npz_bytes, sha256_file, write_once
+from ortgpu.infer.store import npz_bytes, write_once
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -61,6 +61,7 @@ class _Prepared:
     task: Task
     ready: list[tuple[Item, dict[str, np.ndarray], int]] = field(default_factory=list)
     records: dict[str, ItemRecord] = field(default_factory=dict)
+    outputs: list[tuple[Item, int, list[np.ndarray]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class ItemRecord:
     name: str
     status: str
     rows: int = 0
-    input_sha256: str | None = None
+    input_stat: str | None = None
     output_sha256: str | None = None
     reason: str | None = None
     worker: str = ""
@@ -113,10 +114,6 @@ class InferWorker:
         self.packable = _packable(self.session.model)
         self.reader = ItemReader(spec.kind)
         self.out = Path(spec.out)
-        self._source_sha: dict[str, str] = {}  # columnar sources: hashed once for all their items
-
-    def _input_sha(self, item: Item) -> str:
-        return input_digest(item, self._source_sha)
 
     def close(self) -> None:
         self.session.close()
@@ -141,6 +138,10 @@ class InferWorker:
 
     def execute(self, prepared: _Prepared) -> list[ItemRecord]:
         """Run the prepared items and write the outputs of those the task records."""
+        return self.write(self.compute(prepared))
+
+    def compute(self, prepared: _Prepared) -> _Prepared:
+        """Run the prepared items; their outputs wait in ``prepared.outputs`` for :meth:`write`."""
         task, records = prepared.task, prepared.records
         for group in self._groups(prepared.ready):
             try:
@@ -161,7 +162,15 @@ class InferWorker:
                         outputs.append(None)
             for (item, _, rows), result in zip(group, outputs, strict=True):
                 if result is not None and task.records(item.name):
-                    records[item.name] = self._write(item, rows, result)
+                    prepared.outputs.append((item, rows, result))
+        prepared.ready = []  # the inputs are not needed any more
+        return prepared
+
+    def write(self, prepared: _Prepared) -> list[ItemRecord]:
+        """Write the computed outputs (once each); one record per recorded item, in task order."""
+        task, records = prepared.task, prepared.records
+        for item, rows, result in prepared.outputs:
+            records[item.name] = self._write(item, rows, result)
         return [records[item.name] for item in task.items if task.records(item.name) and item.name in records]
 
     def _feeds(self, arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
@@ -253,25 +262,25 @@ class InferWorker:
         arrays = dict(zip(self.outputs, outputs, strict=True))
         expected = {name: tuple(a.shape) for name, a in arrays.items()}
         try:
+            input_stat = input_digest(item)
             written = write_once(self.out / item.output_name, npz_bytes(arrays), expected)
-            input_sha = self._input_sha(item)
         except ItemError as exc:
             return ItemRecord(item.name, "bad", rows, reason=str(exc), worker=self.name)
         except OSError as exc:
             return ItemRecord(item.name, "bad", rows, reason=f"cannot read it again: {exc.strerror}", worker=self.name)
         status = "kept" if written.existed else "done"
         note = "an earlier attempt's output was kept; this run's differs in its bits" if written.differs else None
-        return ItemRecord(item.name, status, rows, input_sha, written.sha256, note, self.name)
+        return ItemRecord(item.name, status, rows, input_stat, written.sha256, note, self.name)
 
 
 def input_digest(item: Item, cache: dict[str, str] | None = None) -> str:
-    """The identity of an item's input: the file's sha256, plus the row range of a columnar source."""
-    if item.start is None:
-        return sha256_file(item.source)
-    cache = {} if cache is None else cache
-    if item.source not in cache:
-        cache[item.source] = sha256_file(item.source)
-    return f"{cache[item.source]}:{item.start}-{item.stop}"
+    """The identity of an item's input as the manifest records it: the file's size and modification time (ns),
+    plus the row range of a columnar source. A stat, not a hash: hashing every input would cost as much reading as
+    the inference itself; the outputs are hashed (sha256)."""
+    del cache
+    stat = os.stat(item.source)
+    mark = f"size={stat.st_size},mtime_ns={stat.st_mtime_ns}"
+    return mark if item.start is None else f"{mark},rows={item.start}-{item.stop}"
 
 
 def _packable(model: Any) -> bool:
@@ -296,8 +305,8 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
     """The local worker process (see :mod:`ortgpu.scale.worker`): build the session, then run tasks until told
     to stop. Messages out: ("ready", WorkerInfo), ("done", task index, records); in: ("task", Task), ("stop",).
 
-    A second thread reads the next task's files while this one runs the current task, so reading overlaps the
-    session (ONNX Runtime releases the GIL while it runs); tasks finish in the order they came.
+    Three stages overlap: reader threads read and check the next tasks' files, this thread runs the session
+    (ONNX Runtime releases the GIL while it runs), a writer thread writes the outputs and reports the task done.
     """
     import queue
     import threading
@@ -307,7 +316,8 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
     worker = InferWorker(spec, name)
     channel.send(("ready", worker.info))
     futures: queue.Queue[Any] = queue.Queue()
-    reader = ThreadPoolExecutor(1, thread_name_prefix="ortgpu-infer-read")
+    readers = ThreadPoolExecutor(2, thread_name_prefix="ortgpu-infer-read")
+    writer = ThreadPoolExecutor(1, thread_name_prefix="ortgpu-infer-write")
 
     def receive() -> None:
         try:
@@ -315,19 +325,29 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
                 message = channel.recv()
                 if message[0] != "task":
                     break
-                futures.put(reader.submit(worker.prepare, message[1]))
+                futures.put(readers.submit(worker.prepare, message[1]))
         except (EOFError, OSError):
             pass
         futures.put(None)
+
+    def write(prepared: _Prepared) -> None:
+        channel.send(("done", prepared.task.index, worker.write(prepared)))
 
     threading.Thread(target=receive, name="ortgpu-infer-receive", daemon=True).start()
     try:
         while True:
             future = futures.get()
             if future is None:
-                return
-            prepared = future.result()
-            channel.send(("done", prepared.task.index, worker.execute(prepared)))
+                break
+            writer.submit(write, worker.compute(future.result())).add_done_callback(_raise_in_main)
     finally:
-        reader.shutdown(wait=False, cancel_futures=True)
+        writer.shutdown(wait=True)
+        readers.shutdown(wait=False, cancel_futures=True)
         worker.close()
+
+
+def _raise_in_main(future: Any) -> None:
+    """A writer that failed (a bug, or the parent gone) ends the process: the parent then retries its task."""
+    error = future.exception()
+    if error is not None and not isinstance(error, (EOFError, OSError)):
+        os._exit(70)
