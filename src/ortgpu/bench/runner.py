@@ -29,6 +29,7 @@ from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
 from ortgpu.output_paths import check_outputs
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -642,7 +643,7 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 
 
 def _translate(exc: BaseException, ep: ExecutionProvider) -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.failures import Phase, translate_ort_error
 

@@ -38,6 +38,7 @@ from ortgpu.check.result import (
 from ortgpu.config import Config, ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.placement import PlacementReport
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,6 +111,7 @@ class Execution:
     ort_version: str
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: PackageLibrary | None = None
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
@@ -203,6 +205,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         passed=not failures,
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
+        cuda_libraries=executed.cuda_libraries,
         fixed_dims=executed.fixed_dims,
     )
 
@@ -218,7 +221,7 @@ def _run_through_wheel(
     request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session import best_available_ep, open_session
 
@@ -287,6 +290,7 @@ def _run_through_wheel(
         placement_note=placement_note,
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
+        cuda_libraries=session.cuda_libraries,
         fixed_dims=fixed,
     )
 

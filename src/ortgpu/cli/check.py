@@ -155,6 +155,10 @@ def render(result: Any, console: Any) -> None:
     )
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+    if result.cuda_libraries:
+        from rich.markup import escape
+
+        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
     for item in result.inputs:

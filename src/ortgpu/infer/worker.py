@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ortgpu.errors import OrtgpuError
 from ortgpu.infer.dataset import Item, ItemError, ItemReader, SourceKind, Task
 from ortgpu.infer.store import npz_bytes, write_once
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -84,9 +85,9 @@ class InferWorker:
     def __init__(self, spec: WorkerSpec, name: str) -> None:
         import socket
 
-        import onnxruntime
-
         from ortgpu.session import load
+
+        onnxruntime = import_onnxruntime()
 
         self.spec = spec
         self.name = name

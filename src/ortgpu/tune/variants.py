@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.errors import OrtgpuError
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.tune.space import ModelTraits
 
 __all__ = [
@@ -98,6 +99,8 @@ def convert_fp16_for_tune(source: Path, target: Path) -> tuple[str, ...]:
     this calls it. The accuracy gate is the tune trial's parity check against the fp32 CPU EP, on every trial.
     """
     import onnx
+
+    import_onnxruntime()
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     model = onnx.load(str(source))
@@ -112,6 +115,7 @@ def fuse_transformer(source: Path, target: Path, use_gpu: bool) -> dict[str, int
 
     Raises VariantError when it fused nothing (not a model type it knows) or failed.
     """
+    import_onnxruntime()
     from onnxruntime.transformers.optimizer import optimize_model
 
     try:
