@@ -208,8 +208,8 @@ def run_infer(
     model = inspect_model(request.model)
     load_config(request.config)  # a bad config is one error here, not one per worker
     dataset = discover(Path(request.inputs), request.rows_per_item)
-    out = _prepare_out(Path(request.out), Path(request.inputs))
     cluster = None
+    slots: tuple = ()
     if request.ray:
         from ortgpu.scale.ray_cluster import connect
 
@@ -217,6 +217,9 @@ def run_infer(
         ep = request.ep or (ExecutionProvider.CUDA if cluster.gpus else ExecutionProvider.CPU)
     else:
         ep = request.ep or best_available_ep()[0]
+        devices = request.devices or (DeviceSpec(all_gpus=True) if ep.is_gpu else DeviceSpec(cpu_workers=1))
+        slots = plan_slots(devices, gpu_ep=ep.is_gpu)  # devices that do not fit: refused before --out is touched
+    out = _prepare_out(Path(request.out), Path(request.inputs))
     with _locked(out):
         identity = _identity(request, model.sha256, ep.value, dataset)
         manifest = load_manifest(out)
@@ -306,8 +309,6 @@ def run_infer(
 
                 outcome = run_ray(spec, tasks, pool_events, cluster, request.workers)
             elif tasks:
-                devices = request.devices or (DeviceSpec(all_gpus=True) if ep.is_gpu else DeviceSpec(cpu_workers=1))
-                slots = plan_slots(devices, gpu_ep=ep.is_gpu)
                 outcome = run_local(spec, slots, tasks, pool_events, max_attempts=request.max_attempts)
         finally:
             with ledger.lock:
