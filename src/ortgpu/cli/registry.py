@@ -21,6 +21,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bundle": ("ortgpu.cli.bundle", "Copy the files a C/C++ deployment of an ORT package needs, with a manifest."),
     "inspect": ("ortgpu.cli.inspect", "What a model takes and returns, its ops, and which nodes the CUDA EP takes."),
     "profile": ("ortgpu.cli.profile", "Where a model's time goes, per op and node, by provider; fusion; report."),
+    "fp16": ("ortgpu.cli.fp16", "Convert a model to fp16, validated on data, with the fp32 keep-list found for you."),
+    "compare": ("ortgpu.cli.compare", "Compare two runs: EPs, models, saved outputs, ORT versions, C libraries."),
+    "debug": ("ortgpu.cli.debug", "Tools for a failing model: `debug reduce` finds the smallest failing subgraph."),
 }
 
 
