@@ -141,6 +141,10 @@ class Plan:
     sessions: int
     skip: str | None = None
 
+    @property
+    def key(self) -> str:
+        return f"{self.ep.value}/{self.mode.value}/b{self.batch}/x{self.concurrency}/s{self.sessions}"
+
 
 @dataclass
 class Shapes:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ortgpu.bench.backend import Measured
 from ortgpu.bench.clocks import ClockWatch
 from ortgpu.bench.environment import collect_environment, nvml_index_for
+from ortgpu.bench.gate import start_gate
 from ortgpu.bench.modes import Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.plan import (
     DEFAULT_DURATION_S,
@@ -308,6 +309,7 @@ class _CaseRun:
         with runner:
             step = runner.prepare()
             typical = self._first_and_warm(step, policy=True)
+            start_gate(self.plan.key)  # bench --devices: every process's timed runs start together
             return _measure(step, self.request.iterations, self.duration_s, typical, self.report)
 
     def threaded(self, runners: list[ModeRunner]) -> _Measurement:
@@ -315,7 +317,7 @@ class _CaseRun:
         overlap other CUDA work), then released together."""
         count = len(runners)
         lock = threading.Lock()
-        barrier = threading.Barrier(count)
+        barrier = threading.Barrier(count, action=lambda: start_gate(self.plan.key))
         stop = threading.Event()
         results: list[_Measurement | None] = [None] * count
         errors: list[BaseException | None] = [None] * count

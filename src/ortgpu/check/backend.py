@@ -8,7 +8,7 @@ verdict are then worked out the same way for every backend (:mod:`ortgpu.check.r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +33,11 @@ class CheckRequest:
 
     ``package``: run through the ONNX Runtime C library in this release archive, extracted folder, wheel, any
     folder holding libonnxruntime, or the library file itself, instead of the onnxruntime wheel Python imports.
+    ``samples``: generated samples to run (or the most to take from a data set); the inputs' ``npz`` may be a
+    folder of .npz files or one .npz whose arrays carry a leading sample axis. ``allow_nonfinite``: NaN/Inf in
+    an output is not a failure by itself. ``report``: write an HTML report (error histograms) there.
+    ``layerwise``: also compare every intermediate tensor with the CPU EP (on the first sample) and report where
+    the two first part; on the CPU EP itself, where NaN/Inf first appear.
     """
 
     model: Path
@@ -48,6 +53,10 @@ class CheckRequest:
     save_outputs: Path | None = None
     warm_runs: int = 5
     package: Path | None = None
+    samples: int | None = None
+    allow_nonfinite: bool = False
+    report: Path | None = None
+    layerwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,8 @@ class Execution:
     ort_version: str
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: CApiLibrary | None = None
+    more_outputs: tuple[dict[str, Any], ...] = ()  # outputs of the data set's further samples, in order
+    cpu_references: Callable[[], list[dict[str, Any]]] | None = None  # the CPU EP's, for every sample
     cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
@@ -78,5 +89,12 @@ class CheckBackend(Protocol):
     """Runs the model on the requested EP: the session, first and warm runs, placement, a CPU reference."""
 
     def execute(
-        self, request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
-    ) -> Execution: ...
+        self,
+        request: CheckRequest,
+        model: ModelInfo,
+        feeds: Mapping[str, Any],
+        report: Progress,
+        extra: Sequence[Mapping[str, Any]] = (),
+    ) -> Execution:
+        """Run ``feeds`` (and the data set's further samples in ``extra``, when the backend takes several)."""
+        ...

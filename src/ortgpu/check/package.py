@@ -9,7 +9,7 @@ with the CPU EP, one on the CPU EP of the same library. Nothing here loads the l
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,14 @@ class PackageBackend:
         self.package = package
 
     def execute(
-        self, request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
+        self,
+        request: CheckRequest,
+        model: ModelInfo,
+        feeds: Mapping[str, Any],
+        report: Progress,
+        extra: Sequence[Mapping[str, Any]] = (),
     ) -> Execution:
+        """One sample only: run_check refuses a data set of several with --package before anything runs."""
         return run_through_package(request, self.package, model, feeds, report)
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ortgpu.accuracy.layerwise import LayerwiseReport
+from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.capi.package_run import CApiLibrary
 from ortgpu.check.fixed_dims import FixedDimsProbe
 from ortgpu.check.parity import OutputParity, ParityStatus
@@ -110,6 +112,13 @@ class CheckResult:
     package: CApiLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
     cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
+    nonfinite: tuple[NonFinite, ...] = ()  # outputs holding NaN/Inf (a failure unless allow_nonfinite)
+    allow_nonfinite: bool = False
+    samples: tuple[str, ...] = ()  # labels of the data set's samples, when more than one ran
+    dataset_source: str | None = None  # where the inputs came from, in words
+    dataset_notes: tuple[str, ...] = ()
+    report_to: Path | None = None  # the HTML report written
+    layerwise: LayerwiseReport | None = None  # every intermediate tensor compared (--layerwise)
 
 
 def verdict_line(

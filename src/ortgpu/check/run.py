@@ -13,15 +13,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.dataset import Dataset, load_dataset, split_stacked, stack_outputs
+from ortgpu.accuracy.engines import OrtEngine
+from ortgpu.accuracy.graph import intermediate_tensors, load_model
+from ortgpu.accuracy.layerwise import LayerwiseReport, compare_layers
+from ortgpu.accuracy.nonfinite import NonFinite, scan_outputs
 from ortgpu.atomic import atomic_write
 from ortgpu.check.backend import CheckBackend, CheckRequest, Execution
 from ortgpu.check.package import PackageBackend
 from ortgpu.check.parity import (
+    DEFAULT_TOLERANCES,
     OutputParity,
     ParityStatus,
     Precision,
     check_output_names,
     compare_output,
+    worst_sample,
 )
 from ortgpu.check.result import (
     CheckResult,
@@ -35,7 +42,7 @@ from ortgpu.check.wheel import WheelBackend
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.host import nvml
-from ortgpu.model.inputs import ResolvedInputs, make_inputs, merge_input_spec
+from ortgpu.model.inputs import ResolvedInputs, merge_input_spec
 from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.npz import load_npz
 from ortgpu.output_paths import check_outputs
@@ -79,23 +86,42 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
-    reference = _load_reference(request.reference, model) if request.reference is not None else None
     report("making inputs", 0.05)
-    inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
-    executed = backend_for(request).execute(request, model, inputs.feeds, report)
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    dataset = load_dataset(model, spec, request.samples)
+    references = None
+    if request.reference is not None:
+        references = _load_reference(request.reference, model, len(dataset.samples))
+    inputs = dataset.samples[0].inputs
+    if request.package is not None:
+        if request.layerwise:
+            raise BadInputError(
+                "--layerwise runs through the onnxruntime wheel, not a package's C library",
+                "drop --package to compare layer by layer",
+            )
+        if len(dataset.samples) > 1:
+            raise BadInputError(
+                f"--package runs one sample; the data set has {len(dataset.samples)}",
+                "check a data set through the wheel, or give one sample with --package",
+            )
+    extra = [s.inputs.feeds for s in dataset.samples[1:]]
+    executed = backend_for(request).execute(request, model, inputs.feeds, report, extra)
 
     report("comparing outputs", 0.8)
-    parity = _parity(request, executed, reference)
+    all_outputs = [executed.outputs, *executed.more_outputs]
+    parity, compared_with = _parity(request, executed, references, dataset)
+    nonfinite = _nonfinite(all_outputs, compared_with, dataset)
+    layerwise = _layerwise(request, model, inputs.feeds, executed, report) if request.layerwise else None
     saved = None
     if request.save_outputs is not None:
         report("saving outputs", 0.95)
-        saved = _save_outputs(request.save_outputs, executed.outputs)
+        saved = _save_outputs(request.save_outputs, all_outputs)
 
     placement = executed.placement
     status = _placement_status(placement)
-    failures = _failures(request, parity, placement, status, executed.placement_note)
+    failures = _failures(request, parity, placement, status, executed.placement_note, nonfinite)
     report("done", 1.0)
-    return CheckResult(
+    result = CheckResult(
         model=model.path,
         model_sha256=model.sha256,
         model_node_count=model.node_count,
@@ -122,9 +148,50 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         passed=not failures,
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
+        nonfinite=nonfinite,
+        allow_nonfinite=request.allow_nonfinite,
+        samples=dataset.labels if len(dataset.samples) > 1 else (),
+        dataset_source=dataset.source,
+        dataset_notes=dataset.notes,
+        report_to=request.report,
+        layerwise=layerwise,
         cuda_libraries=executed.cuda_libraries,
         fixed_dims=executed.fixed_dims,
     )
+    return result
+
+
+def _layerwise(
+    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], executed: Execution, report: Progress
+) -> LayerwiseReport:
+    """Every intermediate tensor on the active EP against the CPU EP (or, on the CPU EP, scanned for NaN/Inf)."""
+
+    report("layer-wise: exposing every intermediate tensor", 0.85)
+    proto = load_model(model.path)
+    slots, skipped = intermediate_tensors(proto, {name: tuple(a.shape) for name, a in feeds.items()})
+    rule = DEFAULT_TOLERANCES[_base_precision(executed.active_ep, executed.provider_options, executed.device_id)]
+    options = request.ep_options if executed.active_ep is executed.requested_ep else {}
+    with OrtEngine(proto, feeds, executed.active_ep, request.config, request.device_id, options) as tested:
+        if executed.active_ep is ExecutionProvider.CPU:
+            found, _ = compare_layers(slots, skipped, tested, None, rule.rtol, rule.atol_scale, progress=report)
+            return found
+        with OrtEngine(proto, feeds, ExecutionProvider.CPU) as cpu:
+            cpu.label = "the CPU EP"
+            found, _ = compare_layers(slots, skipped, tested, cpu, rule.rtol, rule.atol_scale, progress=report)
+            return found
+
+
+def _nonfinite(
+    outputs: list[dict[str, Any]], references: list[Mapping[str, Any]] | None, dataset: Dataset
+) -> tuple[NonFinite, ...]:
+    """NaN/Inf per output and sample; each names how many the reference holds at that output, when one ran."""
+    found: list[NonFinite] = []
+    several = len(outputs) > 1
+    for index, values in enumerate(outputs):
+        reference = references[index] if references is not None and index < len(references) else None
+        label = dataset.samples[index].label if several else None
+        found.extend(scan_outputs(values, label, reference))
+    return tuple(found)
 
 
 def backend_for(request: CheckRequest) -> CheckBackend:
@@ -142,7 +209,8 @@ def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
 # --------------------------------------------------------------------------------------------- reference, output
 
 
-def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
+def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict[str, np.ndarray]]:
+    """The reference outputs per sample: with several samples, arrays carry a leading sample axis."""
     hint = "give an .npz written by ortgpu check --save-outputs (arrays named after the model's outputs)"
     arrays = load_npz(path, what="reference file", contents="outputs", error=ReferenceFileError, hint=hint)
     for name in arrays:
@@ -158,30 +226,53 @@ def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
             f"it holds {', '.join(sorted(arrays)) or 'nothing'}",
             hint,
         )
-    return arrays
+    if samples == 1:
+        return [arrays]
+
+    ranks = {o.name: o.rank for o in model.outputs}
+    try:
+        split = split_stacked(arrays, ranks, path.name)
+    except BadInputError as exc:
+        raise ReferenceFileError(exc.message, exc.hint) from None
+    if split is None or len(split) != samples:
+        found = "no sample axis" if split is None else f"{len(split)} samples"
+        raise ReferenceFileError(
+            f"reference {path.name}: the data set has {samples} samples, the reference has {found}",
+            "give one reference per sample along a leading axis (check --save-outputs writes that)",
+        )
+    return split
 
 
 def _check_output_path(request: CheckRequest) -> None:
-    """Before any work: --save-outputs is an .npz path that can be written and is none of the inputs."""
+    """Before any work: --save-outputs is an .npz path and --report a file that can be written, neither an input."""
 
     path = request.save_outputs
-    if path is None:
-        return
-    if path.suffix != ".npz":
+    if path is not None and path.suffix != ".npz":
         raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
+    outputs = {label: p for label, p in (("--save-outputs", path), ("--report", request.report)) if p is not None}
+    if not outputs:
+        return
     spec = request.inputs if request.inputs is not None else request.config.inputs
     inputs = (request.model, request.reference, spec.npz if spec else None, request.config.source, request.package)
-    check_outputs({"--save-outputs": path}, inputs, error=OutputFileError)
+    check_outputs(outputs, inputs, error=OutputFileError)
 
 
-def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
+def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
+    """One sample: its arrays; several: each output stacked along a leading sample axis."""
     import numpy as np
 
-    arrays = {}
-    for name, value in outputs.items():
-        if isinstance(value, np.ndarray):
-            # Text as fixed-width unicode: object arrays would need pickle to load back.
-            arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
+    per_sample = []
+    for values in outputs:
+        arrays = {}
+        for name, value in values.items():
+            if isinstance(value, np.ndarray):
+                # Text as fixed-width unicode: object arrays would need pickle to load back.
+                arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
+        per_sample.append(arrays)
+    try:
+        arrays = per_sample[0] if len(per_sample) == 1 else stack_outputs(per_sample)
+    except BadInputError as exc:
+        raise OutputFileError(exc.message, exc.hint) from None
     atomic_write(path, lambda handle: np.savez(handle, **arrays))
     return path
 
@@ -225,15 +316,21 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
     return Precision.TF32 if tf32_allowed else Precision.FP32_GPU
 
 
-def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
+def _parity(
+    request: CheckRequest,
+    executed: Execution,
+    references: list[dict[str, np.ndarray]] | None,
+    dataset: Dataset,
+) -> tuple[ParityReport, list[Mapping[str, Any]] | None]:
+    """Parity over every sample (each output reports its worst sample) and the reference outputs used."""
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
     if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
         base = Precision.FP16
-    outputs = executed.outputs
-    if reference is not None:
-        compared = _compare_all(request, outputs, reference, base)
-        extra = tuple(sorted(set(reference) - set(outputs)))
-        return ParityReport(
+    outputs = [executed.outputs, *executed.more_outputs]
+    if references is not None:
+        compared = _compare_samples(request, outputs, references, base, dataset)
+        extra = tuple(sorted(set(references[0]) - set(executed.outputs)))
+        report = ParityReport(
             ReferenceKind.FILE,
             _overall(compared),
             _skip_reason(compared),
@@ -241,15 +338,37 @@ def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, 
             compared,
             extra,
         )
+        return report, list(references)
     if executed.active_ep is ExecutionProvider.CPU:
         why = (
             "same EP: the session fell back to the CPU EP, nothing independent to compare with"
             if executed.fallback_used
             else "same EP: the requested EP is the CPU EP (give --reference FILE.npz to compare)"
         )
-        return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why)
-    compared = _compare_all(request, outputs, executed.cpu_reference(), base)
-    return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared)
+        return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why), None
+    if len(outputs) > 1 and executed.cpu_references is not None:
+        expected = executed.cpu_references()
+    else:
+        expected = [dict(executed.cpu_reference())]
+    compared = _compare_samples(request, outputs, expected, base, dataset)
+    return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared), expected
+
+
+def _compare_samples(
+    request: CheckRequest,
+    outputs: list[dict[str, Any]],
+    references: list[Mapping[str, Any]],
+    base: Precision,
+    dataset: Dataset,
+) -> tuple[OutputParity, ...]:
+    per_sample = [_compare_all(request, out, ref, base) for out, ref in zip(outputs, references, strict=True)]
+    if len(per_sample) == 1:
+        return per_sample[0]
+    labels = dataset.labels
+    return tuple(
+        worst_sample([(labels[i], sample[k]) for i, sample in enumerate(per_sample)])
+        for k in range(len(per_sample[0]))
+    )
 
 
 def _compare_all(
@@ -298,8 +417,12 @@ def _failures(
     placement: PlacementReport | None,
     status: PlacementStatus,
     placement_note: str | None,
+    nonfinite: tuple[NonFinite, ...] = (),
 ) -> tuple[str, ...]:
-    failures = [c.failure_line() for c in parity.outputs if c.status is ParityStatus.FAIL]
+    failures = []
+    if not request.allow_nonfinite:
+        failures += [f"{item.line()} (pass --allow-nonfinite if the model means them)" for item in nonfinite]
+    failures += [c.failure_line() for c in parity.outputs if c.status is ParityStatus.FAIL]
     if request.strict_placement:
         if status is PlacementStatus.UNKNOWN:
             failures.append(f"--strict-placement: the placement could not be read ({placement_note})")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,23 @@ __all__ = ["WheelBackend"]
 class WheelBackend:
     """Runs the model through the onnxruntime wheel that ``import onnxruntime`` loads here."""
 
-    def execute(self, request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress) -> Execution:
-        return _run_through_wheel(request, model, feeds, report)
+    def execute(
+        self,
+        request: CheckRequest,
+        model: ModelInfo,
+        feeds: Mapping[str, Any],
+        report: Progress,
+        extra: Sequence[Mapping[str, Any]] = (),
+    ) -> Execution:
+        return _run_through_wheel(request, model, feeds, report, list(extra))
 
 
 def _run_through_wheel(
-    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
+    request: CheckRequest,
+    model: ModelInfo,
+    feeds: Mapping[str, Any],
+    report: Progress,
+    extra: list[Mapping[str, Any]] | None = None,
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
     ort = import_onnxruntime()
@@ -68,6 +79,10 @@ def _run_through_wheel(
             warm.append(session.last_run_s or 0.0)
         gpu_memory = memory_probe.finish(session)
         outputs = dict(zip(session.output_names, outputs_list, strict=True))
+        more = []
+        for index, sample in enumerate(extra or []):
+            report(f"sample {index + 2}/{len(extra or []) + 1}", 0.65 + 0.05 * index / max(len(extra or []), 1))
+            more.append(dict(zip(session.output_names, session.run(sample), strict=True)))
         timings = Timings(
             creation_s=session.creation_s,
             first_run_s=first_run_s,
@@ -88,9 +103,12 @@ def _run_through_wheel(
             device_id=request.device_id, ep_options=request.ep_options, model_info=model,
         )  # fmt: skip
 
-    def cpu_reference() -> dict[str, Any]:
+    def cpu_references() -> list[dict[str, Any]]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
-            return dict(zip(cpu.output_names, cpu.run(feeds), strict=True))
+            return [dict(zip(cpu.output_names, cpu.run(f), strict=True)) for f in [feeds, *(extra or [])]]
+
+    def cpu_reference() -> dict[str, Any]:
+        return cpu_references()[0]
 
     return Execution(
         outputs=outputs,
@@ -108,6 +126,8 @@ def _run_through_wheel(
         placement_note=placement_note,
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
+        more_outputs=tuple(more),
+        cpu_references=cpu_references,
         cuda_libraries=session.cuda_libraries,
         fixed_dims=fixed,
     )

@@ -10,6 +10,7 @@ import click
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchResult
 from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.cli.bench_devices import run_devices
 from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.params import DURATION, INT_LIST, MODES, PERCENT, WARMUP
@@ -70,6 +71,12 @@ __all__ = ["command", "render"]
     is_flag=True,
     help="Also bench ORT's defaults (no config, mode run) and show the config's speed-up over them.",
 )
+@click.option(
+    "--devices",
+    "devices_text",
+    metavar="0,1|all|cpu:N",
+    help="One process per GPU (or N CPU processes), timed together: per-device table and the aggregate.",
+)
 @model_input_options
 @click.option("--save", type=click.Path(path_type=Path), help="Write every case and the environment as JSON.")
 @click.option("--baseline", type=click.Path(path_type=Path), help="Compare with a file written by --save.")
@@ -104,6 +111,7 @@ def command(
     compare_cpu: bool,
     config: Path | None,
     against_defaults: bool,
+    devices_text: str | None,
     shapes: tuple[tuple[str, tuple[int, ...]], ...],
     dims: tuple[tuple[str, int], ...],
     ranges: tuple[tuple[str, tuple[float, float]], ...],
@@ -150,6 +158,10 @@ def command(
         package=package,
         against_defaults=against_defaults,
     )
+    if devices_text is not None:
+        return run_devices(request, devices_text, as_json)
+    if devices_text is not None:
+        return run_devices(request, devices_text, as_json)
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
     if result.report_to is not None:

@@ -14,11 +14,12 @@ from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.params import FlagError, WholeNumber
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
+from ortgpu.report.accuracy import write_check_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
-__all__ = ["FlagError", "command", "render"]
+__all__ = ["FlagError", "command", "escape", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -37,6 +38,12 @@ _REASONS = {
 )
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
 @model_input_options
+@click.option(
+    "--samples", type=WholeNumber(1), metavar="N", help="Generated samples to run (or the most from --inputs)."
+)
+@click.option("--allow-nonfinite", is_flag=True, help="NaN/Inf in an output is not a failure by itself.")
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report (error histograms) here.")
+@click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor; name where the sides first part.")
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
 @click.option("--rtol", multiple=True, metavar="[OUTPUT:]VALUE", help="Relative tolerance, global or per output.")
@@ -61,6 +68,10 @@ def command(
     ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
     seed: int | None,
+    samples: int | None,
+    allow_nonfinite: bool,
+    report: Path | None,
+    layerwise: bool,
     reference: Path | None,
     atol: tuple[str, ...],
     rtol: tuple[str, ...],
@@ -72,7 +83,8 @@ def command(
 ) -> int:
     """Prove MODEL runs on the requested execution provider, every node, with the right numbers.
 
-    Exit 0 pass; 1 parity off or (with --strict-placement) nodes off the EP; 2 bad input; 3 the EP cannot be
+    Exit 0 pass; 1 parity off, NaN/Inf in an output (unless --allow-nonfinite) or (with --strict-placement) nodes
+    off the EP; 2 bad input; 3 the EP cannot be
     active here (the cause is named; never a quiet CPU run unless the config says fallback = "cpu").
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
@@ -94,9 +106,15 @@ def command(
         save_outputs=save_outputs,
         warm_runs=warm_runs,
         package=package,
+        samples=samples,
+        allow_nonfinite=allow_nonfinite,
+        report=report,
+        layerwise=layerwise,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
+    if result.report_to is not None:
+        write_check_report(result, result.report_to)
     emit("check", result, as_json, render)
     return 0 if result.passed else 1
 
@@ -107,6 +125,60 @@ def _ms(seconds: float | None) -> str:
 
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
+
+
+def escape(text: str) -> str:
+    """Text from a model or a file, safe inside rich markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _db(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "exact" if value == float("inf") else f"{value:.1f}"
+
+
+def _render_nonfinite(result: Any, console: Any) -> None:
+    if not result.nonfinite:
+        return
+    colour = "yellow" if result.allow_nonfinite else "red"
+    allowed = " (allowed by --allow-nonfinite)" if result.allow_nonfinite else ""
+    console.print(f"\n[bold {colour}]NaN/Inf in the outputs[/]{allowed}")
+    for item in result.nonfinite[:_MAX_NODES_SHOWN]:
+        console.print(f"  [{colour}]{escape(item.line())}[/]")
+    if len(result.nonfinite) > _MAX_NODES_SHOWN:
+        console.print(f"  ... {len(result.nonfinite) - _MAX_NODES_SHOWN} more (see --json)")
+
+
+def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
+    """The layer-wise section: the summary, the first tensors that diverge (roots marked), the notes."""
+    from rich.table import Table
+
+    colour = "red" if report.diverged else "green"
+    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{escape(report.summary())}[/]")
+    if report.first_divergent:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("#", "tensor", "op", "node", "max abs", "NaN/Inf", "root"):
+            table.add_column(column, justify="right" if column in ("#", "max abs", "NaN/Inf") else "left")
+        for item in report.first_divergent[:shown]:
+            table.add_row(
+                str(item.position),
+                escape(item.name),
+                escape(item.op_type),
+                escape(item.node_name),
+                _num(item.max_abs),
+                str(item.nonfinite),
+                "yes" if item.root else "",
+            )
+        console.print(table)
+        if len(report.first_divergent) > shown:
+            console.print(f"  [dim]... {report.diverged - shown} more (see --json)[/]")
+    for note in report.notes:
+        console.print(f"  [dim]{escape(note)}[/]")
+    for item in report.skipped[:5]:
+        console.print(f"  [dim]skipped {escape(item.name)}: {escape(item.reason)}[/]")
 
 
 def _mib(value: int | None) -> str:
@@ -137,17 +209,22 @@ def render(result: CheckResult, console: Console) -> None:
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
     if result.cuda_libraries:
-        from rich.markup import escape
-
         console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
     for item in result.inputs:
         console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
+    if result.samples:
+        console.print(f"  data set: {escape(result.dataset_source or '')}")
+    for note in result.dataset_notes:
+        console.print(f"  [dim]{escape(note)}[/]")
     for note in result.input_notes:
         console.print(f"  [dim]{note}[/]")
     _render_placement(result, console, Table)
+    _render_nonfinite(result, console)
     _render_parity(result, console, Table)
+    if result.layerwise is not None:
+        render_layerwise(result.layerwise, console)
     t = result.timings
     console.print(
         f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
@@ -168,6 +245,8 @@ def render(result: CheckResult, console: Console) -> None:
         console.print(f"[bold]GPU memory[/]  {memory.note}")
     if result.saved_outputs is not None:
         console.print(f"outputs saved to {result.saved_outputs}")
+    if result.report_to is not None:
+        console.print(f"report written to {result.report_to}")
     colour = "green" if result.passed else "red"
     console.print(f"\n[bold {colour}]{result.verdict}[/]")
     for failure in result.failures[1:]:
@@ -207,8 +286,6 @@ def _render_placement(result: CheckResult, console: Console, table_type: Any) ->
         console.print(f"  [dim]{result.placement_note}[/]")
     fixed = result.fixed_dims
     if fixed is not None:
-        from rich.markup import escape
-
         colour = "green" if fixed.moved > 0 else "dim"
         console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
 
@@ -226,7 +303,7 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
     if not parity.outputs:
         return
     table = table_type(show_edge=False, pad_edge=False)
-    for column in ("output", "max abs", "max rel", "mean abs", "cosine", "NaN/Inf", "result"):
+    for column in ("output", "max abs", "max rel", "cosine", "SNR dB", "NaN/Inf", "result"):
         table.add_column(column, justify="left" if column in ("output", "result") else "right")
     details = []
     for out in parity.outputs:
@@ -235,14 +312,22 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
         if out.status.value == "fail" and out.max_abs is not None:
             verdict = f"fail: {out.mismatches}/{out.elements} off"
         table.add_row(
-            out.name,
+            escape(out.name),
             _num(out.max_abs),
             _num(out.max_rel),
-            _num(out.mean_abs),
             "–" if out.cosine is None else f"{out.cosine:.6f}",
+            _db(out.snr_db),
             f"{out.nan_count}/{out.inf_count}",
             f"[{colour}]{verdict}[/]",
         )
+        if out.mean_abs is not None:
+            rtol = "no rtol" if out.min_rtol is None else f"rtol {_num(out.min_rtol)}"
+            details.append(
+                f"  {out.name}: mean abs {_num(out.mean_abs)}, median abs {_num(out.median_abs)}; would pass with "
+                f"atol {_num(out.min_atol)} or {rtol}"
+            )
+        if out.samples > 1:
+            details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
         shape = f" {list(out.shape)}" if out.shape is not None else ""
         if out.atol is not None:
             precision = out.precision
@@ -252,6 +337,6 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
             details.append(f"  {out.name}: {out.reason}")
     console.print(table)
     for line in details:
-        console.print(f"[dim]{line}[/]")
+        console.print(f"[dim]{escape(line)}[/]")
     if parity.extra_reference_names:
         console.print(f"  [dim]in the reference but not model outputs: {', '.join(parity.extra_reference_names)}[/]")

@@ -41,7 +41,8 @@ def model_input_options(function: F) -> F:
             click.option("--range", "ranges", type=RANGE, multiple=True, metavar="NAME=LOW,HIGH",
                          help="Value range of generated data (repeatable)."),
             click.option("--inputs", "npz", type=click.Path(path_type=Path),
-                         help="Real input data: .npz named after the inputs."),
+                         help="Real input data: .npz named after the inputs (check also takes a data set: a folder "
+                         "of .npz, or arrays with a sample axis first)."),
             click.option("--seed", type=WholeNumber(0), metavar="N", help="Seed of generated inputs (default 0)."),
         ],
     )  # fmt: skip

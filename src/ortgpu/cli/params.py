@@ -32,6 +32,7 @@ __all__ = [
     "WARMUP",
     "FlagError",
     "WholeNumber",
+    "int_flag",
     "parse_dim",
     "parse_ep_option",
     "parse_int_list",
@@ -51,6 +52,13 @@ class FlagError(BadInputError):
 
 
 # ------------------------------------------------------------------------------------------------ parsers
+
+
+def int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
+    """A whole-number flag given as text (None when absent): FlagError unless it is a whole number >= minimum."""
+    if text is None:
+        return None
+    return WholeNumber(minimum).read(text, flag)
 
 
 def parse_int_list(text: str, flag: str) -> tuple[int, ...]:
@@ -219,7 +227,9 @@ class WholeNumber(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        flag = param.opts[0] if param is not None and param.opts else "value"
+        return self.read(value, param.opts[0] if param is not None and param.opts else "value")
+
+    def read(self, value: str, flag: str) -> int:
         try:
             number = int(value)
         except ValueError:
