@@ -51,3 +51,25 @@ def test_every_module_opens_with_a_docstring_saying_its_room() -> None:
 
 def test_the_package_says_it_is_typed() -> None:
     assert (SRC / "py.typed").is_file()
+
+
+def test_ortgpus_own_imports_are_at_module_top() -> None:
+    """Imports inside functions hide the graph (and the cycles): only the public facade imports lazily."""
+    inside = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SRC / "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(function):
+                module = node.module if isinstance(node, ast.ImportFrom) else None
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [module or ""]
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and any(n.split(".")[0] == "ortgpu" for n in names):
+                    inside.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not inside, f"ortgpu imports inside functions: {sorted(set(inside))}"
+
+
+def test_import_ortgpu_stays_light() -> None:
+    code = "import ortgpu, sys; print(sorted(m for m in sys.modules if m.startswith('ortgpu')))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "['ortgpu']", run.stdout
