@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -73,3 +74,15 @@ def test_import_ortgpu_stays_light() -> None:
     code = "import ortgpu, sys; print(sorted(m for m in sys.modules if m.startswith('ortgpu')))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "['ortgpu']", run.stdout
+
+
+@pytest.mark.skipif(_lint_imports() is None, reason="import-linter is not installed (pip install -e '.[test]')")
+def test_the_contract_fails_on_a_room_importing_upwards(tmp_path: Path) -> None:
+    shutil.copytree(SRC, tmp_path / "src" / "ortgpu", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    archive = tmp_path / "src" / "ortgpu" / "package" / "archive.py"
+    archive.write_text(archive.read_text(encoding="utf-8") + "\nfrom ortgpu.doctor import verdict  # noqa\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    run = subprocess.run([_lint_imports(), "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert "ortgpu.package is not allowed to import ortgpu.doctor" in run.stdout
