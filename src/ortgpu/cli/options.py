@@ -1,4 +1,4 @@
-"""Option groups shared by commands: declared once, so `check`, `bench` and the rest read them the same way.
+"""Option groups shared by commands, declared once: check, bench, fp16, compare, debug reduce and profile.
 
 Each group is a decorator adding its options; the command receives the values already parsed by the types of
 :mod:`ortgpu.cli.params`.
@@ -41,8 +41,8 @@ def model_input_options(function: F) -> F:
             click.option("--range", "ranges", type=RANGE, multiple=True, metavar="NAME=LOW,HIGH",
                          help="Value range of generated data (repeatable)."),
             click.option("--inputs", "npz", type=click.Path(path_type=Path),
-                         help="Real input data: .npz named after the inputs (check also takes a data set: a folder "
-                         "of .npz, or arrays with a sample axis first)."),
+                         help="Real input data: an .npz named after the inputs (check, fp16, compare: also a data "
+                         "set, a folder of .npz or arrays with a sample axis first)."),
             click.option("--seed", type=WholeNumber(0), metavar="N", help="Seed of generated inputs (default 0)."),
         ],
     )  # fmt: skip
