@@ -13,9 +13,9 @@ from ortgpu.host.windows_facts import cuda_facts, host_facts
 from ortgpu.loader.windows import (
     DllResolver,
     DllStatus,
+    LibraryToLoad,
     LoadContext,
     OrderKind,
-    OrtLibrary,
     SearchStep,
     resolve_ort,
     search_order,
@@ -36,7 +36,7 @@ def resolve(host: SimulatedWindows, path: str, run_time=()) -> dict[str, object]
     libraries, _ = resolve_ort(
         host,
         facts,
-        [OrtLibrary("onnxruntime_providers_cuda.dll", path, LibraryRole.CUDA, tuple(run_time))],
+        [LibraryToLoad("onnxruntime_providers_cuda.dll", path, LibraryRole.CUDA, tuple(run_time))],
         LoadContext(True, facts.app_dir),
         cuda_facts(host, facts).folders,
     )
@@ -140,8 +140,8 @@ def test_a_dll_already_loaded_is_reused_whatever_its_folder(tmp_path: Path) -> N
         host,
         facts,
         [
-            OrtLibrary("onnxruntime_providers_shared.dll", first, LibraryRole.PROVIDERS_SHARED),
-            OrtLibrary("onnxruntime_providers_cuda.dll", second, LibraryRole.CUDA),
+            LibraryToLoad("onnxruntime_providers_shared.dll", first, LibraryRole.PROVIDERS_SHARED),
+            LibraryToLoad("onnxruntime_providers_cuda.dll", second, LibraryRole.CUDA),
         ],
         LoadContext(True, facts.app_dir),
     )

@@ -48,9 +48,9 @@ __all__ = [
     "DllResolver",
     "DllStatus",
     "LibraryImports",
+    "LibraryToLoad",
     "LoadContext",
     "OrderKind",
-    "OrtLibrary",
     "SearchDir",
     "SearchOrder",
     "SearchStep",
@@ -201,7 +201,7 @@ class DllResolution:
 
 
 @dataclass(frozen=True)
-class OrtLibrary:
+class LibraryToLoad:
     """One ORT library to load, and the DLLs ORT or its dependencies open by name at run time (from the matrix)."""
 
     name: str
@@ -386,7 +386,7 @@ class DllResolver:
             name, "python.exe", NeedKind.LOAD_TIME, OrderKind.STANDARD, classify_library(name), DllStatus.FOUND, copy
         )
 
-    def load_library(self, library: OrtLibrary, order: SearchOrder, standard: SearchOrder) -> LibraryImports:
+    def load_library(self, library: LibraryToLoad, order: SearchOrder, standard: SearchOrder) -> LibraryImports:
         """LoadLibrary(Ex) of one ORT library by full path, then what it opens by name at run time."""
         pe = self.host.pe(library.path)
         if pe is not None:
@@ -444,7 +444,7 @@ _LOAD_ORDER = {
 def resolve_ort(
     host: WindowsHost,
     facts: HostFacts,
-    libraries: Sequence[OrtLibrary],
+    libraries: Sequence[LibraryToLoad],
     context: LoadContext,
     folders: Sequence[DllFolder] = (),
 ) -> tuple[tuple[LibraryImports, ...], DllResolver]:
@@ -546,7 +546,7 @@ def _build(analysis: PackageAnalysis | None, paths: Mapping[str, str]) -> BuildN
     )
 
 
-def _ort_libraries(analysis: PackageAnalysis, paths: Mapping[str, str]) -> list[OrtLibrary]:
+def _ort_libraries(analysis: PackageAnalysis, paths: Mapping[str, str]) -> list[LibraryToLoad]:
     nvrtc = {12: "nvrtc64_120_0.dll", 13: "nvrtc64_130_0.dll"}.get(analysis.cuda_major or 0)
     out = []
     for lib in analysis.libraries:
@@ -556,7 +556,7 @@ def _ort_libraries(analysis: PackageAnalysis, paths: Mapping[str, str]) -> list[
         if lib.role is LibraryRole.CUDA and (analysis.cudnn_major or 0) >= 9 and nvrtc:
             # cuDNN 9 LoadLibraryA()s NVRTC for its runtime-compiled engines (NVIDIA's cuDNN install guide)
             run_time.append((nvrtc, NeedKind.INDIRECT))
-        out.append(OrtLibrary(lib.name, paths[lib.member], lib.role, tuple(dict.fromkeys(run_time))))
+        out.append(LibraryToLoad(lib.name, paths[lib.member], lib.role, tuple(dict.fromkeys(run_time))))
     return out
 
 
