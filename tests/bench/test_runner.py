@@ -12,7 +12,6 @@ from ortgpu.bench.modes import BenchMode, ModeRefusedError, RunMode
 from ortgpu.bench.result import BenchCase, CaseStatus, HintKind
 from ortgpu.bench.runner import BenchInputError, BenchRequest, run_bench
 from ortgpu.bench.stats import MIN_RUNS
-from ortgpu.cli.params import parse_int_list, parse_modes, parse_percent, parse_seconds, parse_warmup
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 
@@ -153,46 +152,6 @@ def test_output_folder_is_checked_before_running(tiny_model: Path, tmp_path: Pat
         run_bench(_quick(tiny_model, save=tmp_path / "missing" / "x.json"))
     with pytest.raises(BenchInputError, match="does not exist"):
         run_bench(_quick(tiny_model, report=tmp_path / "missing" / "x.html"))
-
-
-@pytest.mark.parametrize(
-    ("parse", "text", "expected"),
-    [
-        (lambda t: parse_int_list(t, "--batch"), "1,8,32", (1, 8, 32)),
-        (lambda t: parse_int_list(t, "--batch"), " 4 , 4,2", (4, 2)),
-        (parse_seconds, "5", 5.0),
-        (parse_seconds, "250ms", 0.25),
-        (parse_seconds, "1.5s", 1.5),
-        (parse_percent, "10%", 0.10),
-        (parse_percent, "2.5", 0.025),
-        (parse_warmup, "auto", None),
-        (parse_warmup, "20", 20),
-        (parse_modes, "all", (tuple(BenchMode), True)),
-        (parse_modes, "iobinding,run", ((BenchMode.IOBINDING, BenchMode.RUN), False)),
-    ],
-)
-def test_flag_values(parse, text: str, expected: object) -> None:
-    assert parse(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("parse", "text"),
-    [
-        (lambda t: parse_int_list(t, "--batch"), "1,,8"),
-        (lambda t: parse_int_list(t, "--concurrency"), "-4"),
-        (lambda t: parse_int_list(t, "--batch"), "1.5"),
-        (parse_seconds, "soon"),
-        (parse_seconds, "-2"),
-        (parse_seconds, "inf"),
-        (parse_percent, "ten"),
-        (parse_warmup, "-1"),
-        (parse_modes, "fast"),
-        (parse_modes, ","),
-    ],
-)
-def test_nonsense_flag_values(parse, text: str) -> None:
-    with pytest.raises(BenchInputError):
-        parse(text)
 
 
 def _gpu_case(mode: str, batch: int, p50: float, speedup: float | None = None) -> BenchCase:
