@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.binfmt.binary import BinaryFormatError, read_elf
-from ortgpu.binfmt.fatbin import read_kernel_archs
+from ortgpu.binfmt.fatbin import KernelArchs, read_kernel_archs
 from ortgpu.doctor.checks import gpu as gpu_checks
 from ortgpu.doctor.checks import host, loading
 from ortgpu.doctor.checks import ort as ort_checks
@@ -39,8 +39,10 @@ from ortgpu.host.nvml import (
     query_driver,
 )
 from ortgpu.host.platform_probe import PlatformInfo, probe_platform
-from ortgpu.host.windows import RealWindowsHost
+from ortgpu.host.windows import RealWindowsHost, WindowsHost
 from ortgpu.knowledge.matrix import (
+    OrtBuildRequirements,
+    SmArchs,
     cuda_major_from_libraries,
     cudnn_major_from_libraries,
     known_sm_archs,
@@ -70,7 +72,7 @@ class Probes:
     proc_driver: Path = Path("/proc/driver/nvidia/version")
     sys_pci: Path = Path("/sys/bus/pci/devices")
     load_timeout_s: float = 120.0
-    windows: Any = None  # an ortgpu.host.windows.WindowsHost: diagnose it as a Windows machine
+    windows: WindowsHost | None = None  # diagnose this (simulated or real) host as a Windows machine
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,8 @@ class DoctorReport:
     mapped: tuple[MappedLibrary, ...]  # which CUDA files the session really used, and why
     driver: DriverInfo
     visible: VisibleDevices | None
-    kernel_archs: Any  # ortgpu.binfmt.fatbin.KernelArchs | None
-    requirements: Any  # ortgpu.knowledge.matrix.OrtBuildRequirements | None
+    kernel_archs: KernelArchs | None
+    requirements: OrtBuildRequirements | None
     duration_s: float
     windows: WindowsReport | None = None  # on a Windows host, else None
     # Linux: the onnxruntime.preload_dlls() calls the load attempt made first, as ortgpu's own GPU sessions do
@@ -367,7 +369,7 @@ def _with_lazy(
     return tuple(out)
 
 
-def _lazy_libraries(requirements: Any) -> tuple[str, ...]:
+def _lazy_libraries(requirements: OrtBuildRequirements | None) -> tuple[str, ...]:
     """What the CUDA provider opens at run time: its own dlopens, then what cuDNN opens (matrix data)."""
     if requirements is None:
         return ()
@@ -375,7 +377,9 @@ def _lazy_libraries(requirements: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderLibrary | None) -> Any:
+def _requirements(
+    dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderLibrary | None
+) -> OrtBuildRequirements | None:
     version = None
     if cuda_lib is not None and cuda_lib.from_shadowed:
         owner = next((d for d in dists.shadowed if d.flavour is DistributionFlavour.CUDA), None)
@@ -488,18 +492,16 @@ def _resolve_libcuda(cuda_lib: ProviderLibrary | None, env: LoaderEnv) -> Librar
     return resolve("libcuda.so.1", None, env, lazy=True)
 
 
-def _kernel_archs(cuda_lib: ProviderLibrary | None) -> Any:
+def _kernel_archs(cuda_lib: ProviderLibrary | None) -> KernelArchs | None:
     if cuda_lib is None:
         return None
-
     return read_kernel_archs(cuda_lib.path)
 
 
-def _known_archs(requirements: Any, cuda_lib: ProviderLibrary | None) -> Any:
+def _known_archs(requirements: OrtBuildRequirements | None, cuda_lib: ProviderLibrary | None) -> SmArchs | None:
     """The matrix's arch list for this build (it knows the "a"/"f" suffixes the fatbin headers do not show)."""
     if requirements is None or cuda_lib is None:
         return None
-
     return known_sm_archs(requirements.ort_version, requirements.cuda_major)
 
 
