@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ortgpu.errors import BadInputError
+from ortgpu.limits import check_input_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["load_npz"]
+__all__ = ["load_npz", "member_name_problem", "save_npz"]
 
 
 def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError], hint: str) -> dict[str, np.ndarray]:
@@ -19,12 +20,12 @@ def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError]
     ``what`` names the file in messages ("inputs file"), ``contents`` what its arrays are ("inputs").
     Object arrays are refused: loading them would need pickle, which can run code.
     """
+    import tokenize
     import zipfile
 
     import numpy as np
 
-    if not path.is_file():
-        raise error(f"{what} not found: {path}", "check the path; " + hint)
+    check_input_file(path, what, hint, error=error)  # missing, a folder, /dev/zero, a FIFO: said as such
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -36,11 +37,57 @@ def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError]
         for name in loaded.files:
             try:
                 arrays[name] = loaded[name]
-            except ValueError:  # numpy refuses object arrays without pickle: exactly what we want, said plainly
+            except ValueError as exc:
+                if "allow_pickle" not in str(exc):  # a damaged header or data, not an object array
+                    raise error(f"{what} {path}: array {name!r} is damaged ({exc})", hint) from None
+                # numpy refuses object arrays without pickle: exactly what we want, said plainly
                 raise error(
                     f"{what} {path}: array {name!r} holds pickled Python objects, which are not loaded",
                     "save plain numeric or string arrays (numpy.savez with dtype=str for text), not object arrays",
                 ) from None
-            except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            except (OSError, zipfile.BadZipFile, EOFError, SyntaxError, tokenize.TokenError) as exc:
+                # numpy parses .npy headers with ast/tokenize: a mangled header raises their errors
                 raise error(f"{what} {path}: array {name!r} is unreadable ({exc})", hint) from None
+            if not isinstance(arrays[name], np.ndarray):  # numpy hands back the raw bytes of a non-.npy member
+                raise error(f"{what} {path}: member {name!r} is not a .npy array", hint)
     return arrays
+
+
+def member_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an array (member) name in an .npz ortgpu writes; None when it can.
+
+    Names come from the model's outputs. Inside a zip nothing is written outside it, but an unzip tool would
+    follow ``../`` or an absolute name out of its folder: such names are refused, as are control characters.
+    """
+    if not name:
+        return "it is empty"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "it holds control characters"
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        return "it is an absolute path"
+    if ".." in parts:
+        return "it climbs out of the archive's folder (..)"
+    if len(name.encode("utf-8")) > 250:
+        return "it is longer than a file name may be"
+    return None
+
+
+def save_npz(handle: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``handle`` as an .npz (one ``NAME.npy`` member each), refusing unsafe names.
+
+    numpy.savez takes the names as keyword arguments, so an output called ``file`` would clash with its own
+    parameter; this writes the same format directly.
+    """
+    import zipfile
+
+    import numpy as np
+
+    for name in arrays:
+        problem = member_name_problem(name)
+        if problem is not None:
+            raise BadInputError(f"cannot save array {name!r} in an .npz: {problem}", "rename the model output")
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", mode="w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hostile_models import save_model
 
 from ortgpu.cli.main import main

@@ -153,7 +153,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
     reference = _load_reference(request.reference, model) if request.reference is not None else None
-    _check_output_path(request.save_outputs)
+    _check_output_path(request.save_outputs, model.output_names)
     report("making inputs", 0.05)
     inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
     if request.package is not None:
@@ -303,9 +303,18 @@ def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_output_path(path: Path | None) -> None:
+def _check_output_path(path: Path | None, output_names: tuple[str, ...] = ()) -> None:
     if path is None:
         return
+    from ortgpu.npz import member_name_problem
+
+    for name in output_names:
+        problem = member_name_problem(name)
+        if problem is not None:
+            raise OutputFileError(
+                f"--save-outputs: the model's output {name!r} cannot be an .npz member name: {problem}",
+                "rename that output in the model, or run without --save-outputs",
+            )
     if path.suffix != ".npz":
         raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
     if path.is_dir():
@@ -318,13 +327,14 @@ def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
     import numpy as np
 
     from ortgpu.atomic import atomic_write
+    from ortgpu.npz import save_npz
 
     arrays = {}
     for name, value in outputs.items():
         if isinstance(value, np.ndarray):
             # Text as fixed-width unicode: object arrays would need pickle to load back.
             arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
+    atomic_write(path, lambda handle: save_npz(handle, arrays))
     return path
 
 

@@ -326,10 +326,14 @@ def _open_folder(source: Path) -> OpenedPackage:
             local = Path(dirpath) / filename
             name = local.relative_to(source).as_posix()
             if local.is_symlink():
-                resolved = local.resolve()
-                if resolved.is_relative_to(root) and resolved.is_file():
+                try:
+                    resolved = local.resolve()
+                    inside = resolved.is_relative_to(root) and resolved.is_file()
+                except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13) or a name too long
+                    continue
+                if inside:
                     links[name] = resolved.relative_to(root).as_posix()
-                continue  # links leaving the folder are not part of the package
+                continue  # links leaving the folder (or going nowhere) are not part of the package
             if not local.is_file():
                 continue
             members.append(name)

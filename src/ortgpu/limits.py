@@ -1,0 +1,279 @@
+"""Reading untrusted files and streams with limits: size caps (each says how to raise it) and input-path checks.
+
+Everything ortgpu reads from a path the user gives (a model, config, baseline, npz) goes through
+:func:`check_input_file` first: a missing path, a folder, a FIFO, a device (``/dev/zero``), a socket, a symlink
+loop or a name longer than the file system allows is refused with one line (exit 2) before anything is read.
+Then :func:`read_input_bytes` reads at most the limit of that kind of file; a bigger file is refused before it is
+read, naming the limit and the environment variable that raises it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TypeVar
+
+from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
+
+__all__ = [
+    "BASELINE_LIMIT",
+    "CONFIG_LIMIT",
+    "INPUT_DATA_LIMIT",
+    "LIMITS",
+    "MODEL_LIMIT",
+    "PROTOBUF_LIMIT",
+    "InputTooLargeError",
+    "ReadLimit",
+    "UnreadableInputError",
+    "check_input_file",
+    "format_bytes",
+    "parse_nested",
+    "parse_size",
+    "read_input_bytes",
+    "read_input_text",
+    "read_stream",
+]
+
+T = TypeVar("T")
+
+PROTOBUF_LIMIT = 2**31 - 1  # protobuf cannot parse a message of 2 GiB or more: bigger models keep external data
+
+
+class UnreadableInputError(BadInputError):
+    """An input path that cannot be read as a file: missing, a folder, a device or FIFO, a loop (exit 2)."""
+
+
+class InputTooLargeError(BadInputError):
+    """An input bigger than its limit (exit 2); the message names the limit and how to raise it."""
+
+
+@dataclass(frozen=True)
+class ReadLimit:
+    """The most ortgpu reads of one kind of input, and the environment variable that changes it."""
+
+    what: str  # "config file"
+    env: str  # "ORTGPU_MAX_CONFIG_BYTES"
+    default: int
+    ceiling: int | None = None  # a hard limit the variable cannot raise (protobuf's 2 GiB for models)
+    ceiling_reason: str = ""
+
+    def value(self) -> int:
+        """The limit in bytes: the environment variable when set (a byte count, or with a unit: 512MiB)."""
+        text = os.environ.get(self.env, "").strip()
+        if not text:
+            return self.default
+        value = parse_size(text)
+        if value is None:
+            raise BadInputError(
+                f"{self.env}={quoted(text)} is not a byte count", f"e.g. {self.env}=512MiB, or unset it for the default"
+            )
+        if value < 1:
+            raise BadInputError(f"{self.env}={text!r} must be at least 1 byte", f"unset {self.env} for the default")
+        return min(value, self.ceiling) if self.ceiling is not None else value
+
+    def too_large(self, path: Path | str, size: int, *, at_least: bool = False) -> InputTooLargeError:
+        limit = self.value()
+        if self.ceiling is not None and limit >= self.ceiling:
+            return InputTooLargeError(
+                f"{self.what} {path} is {'over ' if at_least else ''}{format_bytes(size)}: {self.ceiling_reason}",
+                f"keep it under {format_bytes(self.ceiling)}",
+            )
+        return InputTooLargeError(
+            f"{self.what} {path} is {'over ' if at_least else ''}{format_bytes(size)}, above the limit of "
+            f"{format_bytes(limit)}",
+            f"raise it with {self.env}=<bytes> (e.g. {self.env}={format_bytes(max(size, limit) * 2).replace(' ', '')})",
+        )
+
+
+CONFIG_LIMIT = ReadLimit("config file", "ORTGPU_MAX_CONFIG_BYTES", 1 << 20)
+BASELINE_LIMIT = ReadLimit("baseline file", "ORTGPU_MAX_BASELINE_BYTES", 64 << 20)
+MODEL_LIMIT = ReadLimit(
+    "model file",
+    "ORTGPU_MAX_MODEL_BYTES",
+    PROTOBUF_LIMIT,
+    ceiling=PROTOBUF_LIMIT,
+    ceiling_reason="an ONNX file of 2 GiB or more cannot be parsed (protobuf's limit); save the weights as "
+    "external data (onnx.save(model, path, save_as_external_data=True))",
+)
+INPUT_DATA_LIMIT = ReadLimit("generated input data", "ORTGPU_MAX_INPUT_BYTES", 16 << 30)
+LIMITS: tuple[ReadLimit, ...] = (MODEL_LIMIT, CONFIG_LIMIT, BASELINE_LIMIT, INPUT_DATA_LIMIT)
+
+
+_BYTE_UNITS = {
+    "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}  # fmt: skip
+_SIZE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]{1,3})?")
+
+
+def parse_size(text: str) -> int | None:
+    """ "8589934592", "8GB" (10^9), "512MiB" (2^20), "1.5 GiB" -> bytes; None when it is not a size."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        return None
+    number, unit = match.group(1), (match.group(2) or "b").lower()
+    if unit not in _BYTE_UNITS or ("." in number and not match.group(2)):
+        return None
+    if "." not in number:
+        return int(number) * _BYTE_UNITS[unit]
+    return round(float(number) * _BYTE_UNITS[unit])
+
+
+def format_bytes(size: int) -> str:
+    """1536 -> "1.5 KiB"."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def check_input_file(
+    path: Path | str,
+    what: str,
+    hint: str,
+    *,
+    error: type[BadInputError] = UnreadableInputError,
+    directory_hint: str | None = None,
+) -> os.stat_result:
+    """The stat of ``path`` when it is a regular file ortgpu can read; otherwise ``error`` with one line.
+
+    Refused: a missing path, a folder (``directory_hint`` then replaces ``hint``), a FIFO, character or block
+    device, socket, a symlink loop, a path the file system cannot even look up (a name over 255 bytes).
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise _stat_error(path, what, hint, exc, error) from None
+    except ValueError:  # an embedded NUL byte
+        raise error(f"{what} path {quoted(str(path))} contains a NUL character", hint) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise error(f"{what} {path} is a directory, not a file", directory_hint or hint)
+    if not stat.S_ISREG(info.st_mode):
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(info.st_mode)
+            else "a device"
+            if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(info.st_mode)
+            else "a special file"
+        )
+        raise error(f"{what} {path} is {kind}, not a regular file: ortgpu reads only regular files", hint)
+    return info
+
+
+def _stat_error(path: Path | str, what: str, hint: str, exc: OSError, error: type[BadInputError]) -> BadInputError:
+    if exc.errno == errno.ENOENT:
+        return error(f"{what} not found: {path}", "check the path; " + hint)
+    if exc.errno == errno.ENOTDIR:
+        return error(f"{what} not found: {path} (a part of the path is a file, not a folder)", "check the path")
+    if exc.errno == errno.ENAMETOOLONG:
+        return error(
+            f"{what} path is too long for the file system: {quoted(str(path), 120)}",
+            "a file or folder name is limited to 255 bytes; use a shorter one",
+        )
+    if exc.errno == errno.ELOOP:
+        return error(f"{what} {path} is a symbolic link loop", "fix the link so it ends at a file")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return error(f"cannot read {what} {path}: permission denied", "check the permissions of the file and folders")
+    return error(f"cannot read {what} {path}: {exc.strerror or exc}", hint)
+
+
+def read_input_bytes(
+    path: Path | str,
+    limit: ReadLimit,
+    hint: str,
+    *,
+    what: str | None = None,
+    error: type[BadInputError] = UnreadableInputError,
+    directory_hint: str | None = None,
+) -> bytes:
+    """The bytes of a regular file of at most ``limit``; refused (one line) before reading when it is bigger.
+
+    The file is opened without blocking and checked again on the open descriptor, so a path swapped for a FIFO
+    or device after the check is refused too; it is read no further than the limit even if it grows.
+    """
+    label = what or limit.what
+    info = check_input_file(path, label, hint, error=error, directory_hint=directory_hint)
+    cap = limit.value()
+    if info.st_size > cap:
+        raise limit.too_large(path, info.st_size)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _stat_error(path, label, hint, exc, error) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise error(f"{label} {path} is not a regular file: ortgpu reads only regular files", hint)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = _read_at_most(handle, cap + 1)
+    except MemoryError:
+        raise EnvironmentUnfitError(
+            f"not enough memory to read {label} {path} ({format_bytes(info.st_size)})", "free memory and retry"
+        ) from None
+    except OSError as exc:
+        raise error(f"cannot read {label} {path}: {exc.strerror or exc}", hint) from None
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise limit.too_large(path, cap, at_least=True)
+    return data
+
+
+def read_input_text(
+    path: Path | str,
+    limit: ReadLimit,
+    hint: str,
+    *,
+    what: str | None = None,
+    error: type[BadInputError] = UnreadableInputError,
+) -> str:
+    """:func:`read_input_bytes` decoded as UTF-8 (a BOM is dropped); undecodable bytes are refused."""
+    data = read_input_bytes(path, limit, hint, what=what, error=error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what or limit.what} {path} is not UTF-8 text (byte {exc.start}: {exc.reason})", hint) from None
+
+
+def read_stream(stream: IO[bytes], max_bytes: int, what: str, hint: str) -> bytes:
+    """At most ``max_bytes`` of a stream (stdin): more is refused, so ``< /dev/zero`` ends at once."""
+    try:
+        data = _read_at_most(stream, max_bytes + 1)
+    except OSError as exc:
+        raise UnreadableInputError(f"cannot read {what}: {exc.strerror or exc}", hint) from None
+    if len(data) > max_bytes:
+        raise InputTooLargeError(f"{what} is over {format_bytes(max_bytes)}", hint)
+    return data
+
+
+def _read_at_most(stream: IO[bytes], count: int) -> bytes:
+    chunks: list[bytes] = []
+    left = count
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def parse_nested(parse: Callable[[str], T], text: str, what: str, hint: str, error: type[BadInputError]) -> T:
+    """``parse(text)`` for JSON or TOML, with nesting too deep for the parser refused in one line (exit 2).
+
+    Python's JSON and TOML parsers recurse once per level; thousands of ``[`` would end in RecursionError.
+    """
+    try:
+        return parse(text)
+    except RecursionError:
+        raise error(f"{what} is nested too deeply to read (thousands of [ or {{ levels)", hint) from None
