@@ -26,6 +26,7 @@ __all__ = [
     "INPUT_DATA_LIMIT",
     "LIMITS",
     "MODEL_LIMIT",
+    "PACKAGE_TEXT_LIMIT",
     "PROTOBUF_LIMIT",
     "InputTooLargeError",
     "ReadLimit",
@@ -76,16 +77,16 @@ class ReadLimit:
             raise BadInputError(f"{self.env}={text!r} must be at least 1 byte", f"unset {self.env} for the default")
         return min(value, self.ceiling) if self.ceiling is not None else value
 
-    def too_large(self, path: Path | str, size: int, *, at_least: bool = False) -> InputTooLargeError:
+    def too_large(self, subject: str, size: int, *, at_least: bool = False) -> InputTooLargeError:
+        """The error for ``subject`` (e.g. "config file x.toml") of ``size`` bytes (or more, ``at_least``)."""
         limit = self.value()
         if self.ceiling is not None and limit >= self.ceiling:
             return InputTooLargeError(
-                f"{self.what} {path} is {'over ' if at_least else ''}{format_bytes(size)}: {self.ceiling_reason}",
+                f"{subject} is {'over ' if at_least else ''}{format_bytes(size)}: {self.ceiling_reason}",
                 f"keep it under {format_bytes(self.ceiling)}",
             )
         return InputTooLargeError(
-            f"{self.what} {path} is {'over ' if at_least else ''}{format_bytes(size)}, above the limit of "
-            f"{format_bytes(limit)}",
+            f"{subject} is {'over ' if at_least else ''}{format_bytes(size)}, above the limit of {format_bytes(limit)}",
             f"raise it with {self.env}=<bytes> (e.g. {self.env}={format_bytes(max(size, limit) * 2).replace(' ', '')})",
         )
 
@@ -101,7 +102,8 @@ MODEL_LIMIT = ReadLimit(
     "external data (onnx.save(model, path, save_as_external_data=True))",
 )
 INPUT_DATA_LIMIT = ReadLimit("generated input data", "ORTGPU_MAX_INPUT_BYTES", 16 << 30)
-LIMITS: tuple[ReadLimit, ...] = (MODEL_LIMIT, CONFIG_LIMIT, BASELINE_LIMIT, INPUT_DATA_LIMIT)
+PACKAGE_TEXT_LIMIT = ReadLimit("text file of a package", "ORTGPU_MAX_PACKAGE_TEXT_BYTES", 1 << 20)
+LIMITS: tuple[ReadLimit, ...] = (MODEL_LIMIT, CONFIG_LIMIT, BASELINE_LIMIT, INPUT_DATA_LIMIT, PACKAGE_TEXT_LIMIT)
 
 
 _BYTE_UNITS = {
@@ -195,17 +197,20 @@ def read_input_bytes(
     what: str | None = None,
     error: type[BadInputError] = UnreadableInputError,
     directory_hint: str | None = None,
+    shown: str | None = None,
 ) -> bytes:
     """The bytes of a regular file of at most ``limit``; refused (one line) before reading when it is bigger.
 
     The file is opened without blocking and checked again on the open descriptor, so a path swapped for a FIFO
     or device after the check is refused too; it is read no further than the limit even if it grows.
+    ``what`` names the kind of file in messages (default: the limit's), ``shown`` the file (default: its path).
     """
     label = what or limit.what
+    subject = f"{label} {shown or path}"
     info = check_input_file(path, label, hint, error=error, directory_hint=directory_hint)
     cap = limit.value()
     if info.st_size > cap:
-        raise limit.too_large(path, info.st_size)
+        raise limit.too_large(subject, info.st_size)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
@@ -213,19 +218,19 @@ def read_input_bytes(
         raise _stat_error(path, label, hint, exc, error) from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise error(f"{label} {path} is not a regular file: ortgpu reads only regular files", hint)
+            raise error(f"{subject} is not a regular file: ortgpu reads only regular files", hint)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = _read_at_most(handle, cap + 1)
     except MemoryError:
         raise EnvironmentUnfitError(
-            f"not enough memory to read {label} {path} ({format_bytes(info.st_size)})", "free memory and retry"
+            f"not enough memory to read {subject} ({format_bytes(info.st_size)})", "free memory and retry"
         ) from None
     except OSError as exc:
-        raise error(f"cannot read {label} {path}: {exc.strerror or exc}", hint) from None
+        raise error(f"cannot read {subject}: {exc.strerror or exc}", hint) from None
     finally:
         os.close(fd)
     if len(data) > cap:
-        raise limit.too_large(path, cap, at_least=True)
+        raise limit.too_large(subject, cap, at_least=True)
     return data
 
 

@@ -662,7 +662,7 @@ def _run_case(
         raise
     except KeyboardInterrupt:
         return _case(
-            plan, CaseStatus.INTERRUPTED, shapes, reason="interrupted before any timed run", provider_options=options
+            plan, CaseStatus.INTERRUPTED, shapes, reason="before any timed run", provider_options=options
         ), True
     except _ort_errors() as exc:  # e.g. out of memory at a large batch: the case records it, the others still run
         return _case(plan, CaseStatus.FAILED, shapes, reason=_translate(exc, plan.ep), provider_options=options), False
@@ -676,7 +676,7 @@ def _run_case(
             plan,
             CaseStatus.INTERRUPTED,
             shapes,
-            reason="interrupted before any timed run",
+            reason="before any timed run",
             cold=cold,
             warmup=run.warmup,
             provider_options=options,
@@ -687,7 +687,7 @@ def _run_case(
         plan,
         status,
         shapes,
-        reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
+        reason="stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
         warmup=run.warmup,
         cold=cold,
@@ -938,7 +938,7 @@ def _measure_through_wheel(
             except KeyboardInterrupt:
                 stopped = True
                 case = _case(
-                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="interrupted while opening its session"
+                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session"
                 )
             cases.append(case)
             if stopped:

@@ -84,10 +84,14 @@ class OpenedPackage:
     links: Mapping[str, str] = field(default_factory=dict)  # symlink member -> target member (inside the package)
 
     def read_text(self, member: str) -> str:
-        try:
-            return self.files[member].read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise PackageError(f"{self.source}: cannot read {member} ({exc.strerror})", "check the package") from None
+        """A small text member (VERSION_NUMBER, METADATA ...), read no further than PACKAGE_TEXT_LIMIT."""
+        from ortgpu.limits import PACKAGE_TEXT_LIMIT, read_input_bytes
+
+        data = read_input_bytes(
+            self.files[member], PACKAGE_TEXT_LIMIT, "check the package", error=PackageError,
+            shown=f"{member} in {self.source}",
+        )
+        return data.decode("utf-8", errors="replace")
 
     def find(self, basename: str) -> tuple[str, ...]:
         """Wanted members with this file name, shallowest first."""
