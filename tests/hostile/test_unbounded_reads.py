@@ -71,12 +71,16 @@ def test_a_device_is_refused_as_an_input_without_reading_it(
 
 
 @needs_fifo
-@pytest.mark.parametrize("flag", ["--config", "--baseline", "--inputs"])
+@pytest.mark.parametrize("flag", ["--config", "--baseline", "--inputs", "MODEL", "--package"])
 def test_a_fifo_is_refused_without_blocking(tiny: Path, tmp_path: Path, flag: str) -> None:
     """Opening a FIFO that nobody writes blocks forever: run in a child with a time limit."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    argv = (BENCH if flag == "--baseline" else CHECK) + [str(tiny), flag, str(fifo)]
+    argv = {
+        "MODEL": [*CHECK, str(fifo)],
+        "--package": ["doctor", "--package", str(fifo)],
+        "--baseline": [*BENCH, str(tiny), flag, str(fifo)],
+    }.get(flag, [*CHECK, str(tiny), flag, str(fifo)])
     code = f"import sys; from ortgpu.cli.main import main; sys.exit(main({argv!r}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr

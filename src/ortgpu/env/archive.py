@@ -112,6 +112,10 @@ def open_package(path: str | os.PathLike[str], progress: Progress | None = None)
     if source.is_dir():
         yield _open_folder(source)
         return
+    from ortgpu.limits import check_input_file
+
+    # a FIFO would block the read of its first bytes, a device never end: refused before they are opened
+    check_input_file(source, "package", "give an onnxruntime wheel, .zip/.tgz or folder", error=PackageError)
     kind = _archive_kind(source)
     with tempfile.TemporaryDirectory(prefix="ortgpu-package-") as tmp:
         root = Path(tmp)
