@@ -62,3 +62,15 @@ def test_good_arguments_still_load(tiny: Path) -> None:
     spec = InputSpec(shapes={"x": (2, 4)}, ranges={"x": (-1.0, 1.0)}, seed=3)
     with ortgpu.load(tiny, ep="cpu", inputs=spec, warmup_runs=1, collect_placement=False, device_id=0) as session:
         assert session.warmup_shapes == {"x": (2, 4)}
+
+
+def test_running_out_of_memory_is_an_environment_error(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortgpu.session import verified
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(verified.VerifiedSession, "warm_up", no_memory)
+    with pytest.raises(OrtgpuError) as caught:
+        ortgpu.load(tiny, ep="cpu")
+    assert caught.value.exit_code is ExitCode.ENVIRONMENT and "memory" in caught.value.message

@@ -392,13 +392,20 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
         except ValueError:
             raise ConfigError(f"fallback={value!r} is not 'none' or 'cpu'", "use fallback='cpu' or 'none'") from None
         config = replace(config, fallback=fallback)
-    session = open_session(
-        model,
-        ep=overrides.get("ep"),
-        config=config,
-        device_id=overrides.get("device_id"),
-        provider_options=overrides.get("provider_options"),
-        collect_placement=collect,
-    )
-    session.warm_up(inputs or config.inputs, runs)
+    try:
+        session = open_session(
+            model,
+            ep=overrides.get("ep"),
+            config=config,
+            device_id=overrides.get("device_id"),
+            provider_options=overrides.get("provider_options"),
+            collect_placement=collect,
+        )
+        session.warm_up(inputs or config.inputs, runs)
+    except MemoryError:
+        from ortgpu.errors import EnvironmentUnfitError
+
+        raise EnvironmentUnfitError(
+            f"not enough memory to open and warm up {Path(model).name}", "free memory, or warm up on smaller inputs"
+        ) from None
     return session
