@@ -13,6 +13,7 @@ from ortgpu.placement import PlacementReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.capi.runner import PackageRunResult
+    from ortgpu.check.fixed_dims import FixedDimsProbe
 
 __all__ = [
     "CheckResult",
@@ -137,6 +138,8 @@ class CheckResult:
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
     package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
+    fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
 
 
 def verdict_line(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.check.fixed_dims import FixedDimsProbe, probe_fixed_dims
 from ortgpu.check.parity import (
     OutputParity,
     ParityStatus,
@@ -37,6 +38,7 @@ from ortgpu.check.result import (
 from ortgpu.config import Config, ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.placement import PlacementReport
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +111,8 @@ class Execution:
     ort_version: str
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: PackageLibrary | None = None
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
+    fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
 def merge_input_spec(
@@ -149,11 +153,12 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report = progress or _silent
     if request.warm_runs < 0:
         raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
+    _check_output_path(request)
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
     reference = _load_reference(request.reference, model) if request.reference is not None else None
-    _check_output_path(request.save_outputs, model.output_names)
+    _check_output_names(request.save_outputs, model.output_names)
     report("making inputs", 0.05)
     inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
     if request.package is not None:
@@ -201,6 +206,8 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         passed=not failures,
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
+        cuda_libraries=executed.cuda_libraries,
+        fixed_dims=executed.fixed_dims,
     )
 
 
@@ -215,7 +222,7 @@ def _run_through_wheel(
     request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session import best_available_ep, open_session
 
@@ -255,6 +262,14 @@ def _run_through_wheel(
     if placement is None:
         report("reading placement from a profiled run", 0.7)
         placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
+    fixed = None
+    if placement is not None and placement.off_requested_count:
+        report("placement with the open dims fixed", 0.75)
+        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
+        fixed = probe_fixed_dims(
+            model.path, ep, request.config, shapes, placement, open_session,
+            device_id=request.device_id, ep_options=request.ep_options, model_info=model,
+        )  # fmt: skip
 
     def cpu_reference() -> dict[str, Any]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
@@ -276,6 +291,8 @@ def _run_through_wheel(
         placement_note=placement_note,
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
+        cuda_libraries=session.cuda_libraries,
+        fixed_dims=fixed,
     )
 
 
@@ -303,7 +320,22 @@ def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_output_path(path: Path | None, output_names: tuple[str, ...] = ()) -> None:
+def _check_output_path(request: CheckRequest) -> None:
+    """Before any work: --save-outputs is an .npz path that can be written and is none of the inputs."""
+    from ortgpu.output_paths import check_outputs
+
+    path = request.save_outputs
+    if path is None:
+        return
+    if path.suffix != ".npz":
+        raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    inputs = (request.model, request.reference, spec.npz if spec else None, request.config.source, request.package)
+    check_outputs({"--save-outputs": path}, inputs, error=OutputFileError)
+
+
+def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> None:
+    """Before the run: every output name must be a safe .npz member name when --save-outputs is given."""
     if path is None:
         return
     from ortgpu.npz import member_name_problem
@@ -315,12 +347,6 @@ def _check_output_path(path: Path | None, output_names: tuple[str, ...] = ()) ->
                 f"--save-outputs: the model's output {name!r} cannot be an .npz member name: {problem}",
                 "rename that output in the model, or run without --save-outputs",
             )
-    if path.suffix != ".npz":
-        raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
-    if path.is_dir():
-        raise OutputFileError(f"--save-outputs {path} is a directory", "give a file name, e.g. outputs.npz")
-    if not path.parent.is_dir():
-        raise OutputFileError(f"--save-outputs {path}: folder {path.parent} does not exist", "create it first")
 
 
 def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
@@ -470,6 +496,8 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
 
 def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
+    if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
+        base = Precision.FP16
     outputs = executed.outputs
     if reference is not None:
         compared = _compare_all(request, outputs, reference, base)

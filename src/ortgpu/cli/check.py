@@ -157,6 +157,8 @@ def render(result: Any, console: Any) -> None:
     )
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {x(result.ep_reason)}[/]")
+    if result.cuda_libraries:
+        console.print(f"  [dim]CUDA libraries: {x(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {x(result.fallback_reason)}[/]")
     for item in result.inputs:
@@ -223,6 +225,10 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
         console.print(f"  [dim]{x(result.placement_note)}[/]")
+    fixed = result.fixed_dims
+    if fixed is not None:
+        colour = "green" if fixed.moved > 0 else "dim"
+        console.print(f"  [{colour}]{x(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: Any, console: Any, table_type: Any) -> None:

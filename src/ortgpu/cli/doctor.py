@@ -20,12 +20,32 @@ __all__ = ["command", "render_doctor"]
     default=None,
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
+@click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Print the pip commands (for this Python) that repair ONNX Runtime inside this environment.",
+)
+@click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
 @json_option
-def command(package: Path | None, as_json: bool) -> int:
+def command(package: Path | None, fix: bool, yes: bool, as_json: bool) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
+    if yes and not fix:
+        raise click.UsageError("--yes runs the fixes of --fix: give both")
+    if fix and package is not None:
+        raise click.UsageError("--fix repairs this environment; it does not apply to --package")
+    if fix:
+        from ortgpu.cli.doctor_fix import render_fix
+        from ortgpu.env.doctor import diagnose
+        from ortgpu.fix import fix_environment
+
+        with progress_reporter(enabled=not as_json) as progress:
+            result = fix_environment(diagnose(progress=progress), apply=yes, progress=progress)
+        emit("doctor.fix", result, as_json, render_fix)
+        return result.exit_code
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package

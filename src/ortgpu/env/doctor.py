@@ -24,7 +24,7 @@ from ortgpu.env.doctor_checks import gpu as gpu_checks
 from ortgpu.env.doctor_checks import host, loading
 from ortgpu.env.doctor_checks import ort as ort_checks
 from ortgpu.env.doctor_checks.facts import MappedLibrary, OrtBuild, ProviderLibrary
-from ortgpu.env.linux_loader import LibraryResolution, LibStatus, LoaderEnv, Source, resolve, resolve_needs
+from ortgpu.env.linux_loader import LibraryResolution, LoaderEnv, Source, resolve, resolve_needs
 from ortgpu.env.load_attempt import LoadAttempt, attempt_load, provider_libraries
 from ortgpu.env.nvml import (
     DriverInfo,
@@ -35,6 +35,7 @@ from ortgpu.env.nvml import (
     query_driver,
 )
 from ortgpu.env.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.runtime.preload import PreloadPlan, plan_preload
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
 
@@ -104,6 +105,9 @@ class DoctorReport:
     requirements: Any  # ortgpu.env.matrix.OrtBuildRequirements | None
     duration_s: float
     windows: Any = None  # ortgpu.env.windows_loader.WindowsReport on a Windows host, else None
+    # Linux: the onnxruntime.preload_dlls() calls the load attempt made first, as ortgpu's own GPU sessions do
+    # (ortgpu.runtime.preload); no calls when no nvidia-* pip libraries are on the path
+    cuda_preload: PreloadPlan | None = None
 
     @property
     def exit_code(self) -> int:
@@ -142,6 +146,7 @@ def query_ort(module_dir: Path | None) -> OrtBuild:
         device=ort.get_device(),
         available_providers=tuple(ort.get_available_providers()),
         module_file=ort.__file__,
+        has_preload_dlls=hasattr(ort, "preload_dlls"),
     )
 
 
@@ -202,14 +207,15 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
     for check in ort_checks.distribution_checks(dists, ort):
         checks.add(check)
     checks.add(ort_checks.ort_build_check(dists, ort))
+    plan = _preload_plan(cuda_lib, dists, ort, sys_path) if linux else None
     for provider in providers:
-        checks.add(ort_checks.provider_check(provider, dists, ort, requirements))
+        checks.add(ort_checks.provider_check(provider, dists, ort, requirements, plan))
 
     report("loading the CUDA provider in a child process", 0.55)
     gpu_usable = driver.present and bool(visible.devices)
-    attempt, preload_attempt = _load_attempts(cuda_lib, dists, probes, environ, gpu_usable)
-    checks.add(loading.load_check(cuda_lib, attempt, preload_attempt, gpu_usable))
-    mapped = _mapped(attempt, providers, loader_env) if attempt and attempt.ok else ()
+    attempt = _load_attempt(cuda_lib, plan, probes, environ, gpu_usable)
+    checks.add(loading.load_check(cuda_lib, attempt, None, gpu_usable))
+    mapped = _mapped(attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
     if mapped:
         checks.add(loading.mapped_check(mapped))
 
@@ -241,12 +247,13 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
         ort=ort,
         providers=providers,
         load_attempt=attempt,
-        preload_attempt=preload_attempt,
+        preload_attempt=None,
         mapped=mapped,
         driver=driver,
         visible=visible if driver.present else None,
         kernel_archs=archs,
         requirements=requirements,
+        cuda_preload=plan,
     )
 
 
@@ -411,37 +418,41 @@ def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderL
     return requirements_for(version, cuda_major)
 
 
-def _load_attempts(
+def _preload_plan(
+    cuda_lib: ProviderLibrary | None, dists: DistributionsReport, ort: OrtBuild, sys_path: Sequence[str]
+) -> PreloadPlan | None:
+    """The preload_dlls() calls ortgpu's GPU sessions make for this ORT (the load attempt makes the same)."""
+    if cuda_lib is None or cuda_lib.from_shadowed:
+        return None
+    has = ort.has_preload_dlls
+    if has is None:
+        version = ort.version or (dists.package_info.version if dists.package_info else None)
+        has = version_tuple(version) >= (1, 21)
+    return plan_preload(cuda_lib.path.parent.parent, cuda_lib.cuda_major, sys_path, has_preload=has)
+
+
+def _load_attempt(
     cuda_lib: ProviderLibrary | None,
-    dists: DistributionsReport,
+    plan: PreloadPlan | None,
     probes: Probes,
     environ: Mapping[str, str],
     gpu_usable: bool,
-) -> tuple[LoadAttempt | None, LoadAttempt | None]:
+) -> LoadAttempt | None:
+    """The real load in a child, done the way ortgpu's own sessions load CUDA: preload_dlls() first when planned."""
     if cuda_lib is None:
-        return None, None
+        return None
     capi = cuda_lib.path.parent
-    module_parent = capi.parent.parent
-    libraries = provider_libraries(capi, "cuda")
-    attempt = probes.load(
-        libraries,
+    extra: dict[str, Any] = {}
+    if plan is not None and plan.calls:
+        extra["preload_calls"] = [(call.text(), call.kwargs()) for call in plan.calls]
+    return probes.load(
+        provider_libraries(capi, "cuda"),
         session=gpu_usable,
-        module_parent=module_parent,
+        module_parent=capi.parent.parent,
         env=environ,
         timeout_s=probes.load_timeout_s,
+        **extra,
     )
-    preload = None
-    pip_only = any(n.status is LibStatus.PIP_ONLY for n in cuda_lib.needs)
-    if not attempt.ok and pip_only and not cuda_lib.from_shadowed:
-        preload = probes.load(
-            libraries,
-            session=gpu_usable,
-            module_parent=module_parent,
-            preload=True,
-            env=environ,
-            timeout_s=probes.load_timeout_s,
-        )
-    return attempt, preload
 
 
 def _origin(path: Path, pip_dirs: Sequence[Path]) -> str:
@@ -467,7 +478,7 @@ _WHY = {
 
 
 def _mapped(
-    attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None
+    attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None, plan: PreloadPlan | None = None
 ) -> tuple[MappedLibrary, ...]:
     from ortgpu.env.cuda_fixes import component_of
 
@@ -482,7 +493,11 @@ def _mapped(
         if path.name.startswith("libonnxruntime"):
             continue
         need = by_real.get(path.resolve())
-        if need is None:
+        if attempt.preload_calls and plan is not None and plan.covers(path):
+            why = f"loaded by full path by onnxruntime.preload_dlls() from {path.parent}, before the provider asked"
+            if need is not None and need.path is not None and need.path.resolve() != path.resolve():
+                why += f"; without it the loader would pick {need.path}"
+        elif need is None:
             why = "opened at run time by another CUDA library (not predicted by the static search)"
         elif need.path is not None and need.path.resolve() == path.resolve():
             why = _WHY.get(need.source, "found by the loader") if need.source else "found by the loader"
@@ -532,4 +547,10 @@ def _verdict(
         return False, f"not ready: {cause}", cause, "see the checks below"
     device = visible.devices[0]
     gpu = device.gpu
-    return True, f"GPU ready: CUDA EP will load on GPU {device.device_id} ({gpu.name}, {gpu.sm})", None, None
+    verdict = f"GPU ready: CUDA EP will load on GPU {device.device_id} ({gpu.name}, {gpu.sm})"
+    if attempt.preload_calls:
+        verdict += (
+            "; CUDA/cuDNN come from the nvidia-* pip packages through onnxruntime.preload_dlls(), "
+            "as ortgpu.load, check and bench call it"
+        )
+    return True, verdict, None, None
