@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError, quoted
-from ortgpu.limits import CONFIG_LIMIT, parse_nested, parse_size, read_input_text
+from ortgpu.limits import CONFIG_LIMIT, parse_nested, read_input_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.model.inputs import InputSpec
@@ -543,19 +543,30 @@ def options_for(ep: ExecutionProvider) -> tuple[Setting, ...]:
 # Value parsing
 # ---------------------------------------------------------------------------------------------------------------
 
+_BYTE_UNITS = {
+    "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}  # fmt: skip
+
+
 def parse_bytes(value: Any, where: str = "value") -> int:
     """An int, or "8GB" / "512MiB" / "1.5 GiB" -> bytes. SI units are powers of 10, IEC units powers of 2."""
     if isinstance(value, bool):
         raise ConfigError(f"{where}: expected a byte count, got {value!r}", 'write e.g. 8589934592 or "8GiB"')
     if isinstance(value, int):
         return value
-    size = parse_size(str(value))
-    if size is None:
+    text = str(value).strip()
+    if re.fullmatch(r"[0-9]{1,30}", text):
+        return int(text)
+    match = re.fullmatch(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]+)", text)
+    unit = _BYTE_UNITS.get(match.group(2).lower()) if match else None
+    if match is None or unit is None:
         raise ConfigError(
             f"{where}: cannot read {quoted(value)} as a byte count",
             "write bytes (8589934592) or a number with a unit: B, KB, MB, GB, TB (powers of 10), KiB, MiB, GiB, TiB",
         )
-    return size
+    return round(float(match.group(1)) * unit)
 
 
 def _parse_bool(setting: Setting, value: Any, where: str) -> bool:
@@ -992,7 +1003,7 @@ def config_reference_markdown() -> str:
         "`ortgpu check --config FILE`, `ortgpu.load(model, config=FILE)` and `bench` read this file; `tune` writes it.",
         "It is never read implicitly: pass it. Unknown sections or keys are refused (exit 2) with a did-you-mean.",
         f"Whole numbers are at most {INT_CEILING:,} (onnxruntime reads them as a C int) and byte counts at most",
-        f"{BYTES_CEILING:,}; the file itself may be at most 1 MiB (`ORTGPU_MAX_CONFIG_BYTES` raises that).",
+        f"{BYTES_CEILING:,}; the file itself may be at most 1 MiB (`ORTGPU_MAX_CONFIG` raises that).",
         "Provider options given on the command line (`--ep-option KEY=VALUE`, `--device N`) override the file's.",
         "",
         "```toml",

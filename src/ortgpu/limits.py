@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar
 
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
+from ortgpu.untrusted import ByteLimit, human_bytes
 
 __all__ = [
     "BASELINE_LIMIT",
@@ -32,9 +31,7 @@ __all__ = [
     "ReadLimit",
     "UnreadableInputError",
     "check_input_file",
-    "format_bytes",
     "parse_nested",
-    "parse_size",
     "read_input_bytes",
     "read_input_text",
     "read_stream",
@@ -53,88 +50,52 @@ class InputTooLargeError(BadInputError):
     """An input bigger than its limit (exit 2); the message names the limit and how to raise it."""
 
 
-@dataclass(frozen=True)
-class ReadLimit:
-    """The most ortgpu reads of one kind of input, and the environment variable that changes it."""
+class ReadLimit(ByteLimit):
+    """The most ortgpu reads of one kind of input, raised by an environment variable (``ORTGPU_MAX_CONFIG=4M``).
 
-    what: str  # "config file"
-    env: str  # "ORTGPU_MAX_CONFIG_BYTES"
-    default: int
-    ceiling: int | None = None  # a hard limit the variable cannot raise (protobuf's 2 GiB for models)
-    ceiling_reason: str = ""
+    ``ceiling`` is a hard limit the variable cannot raise (protobuf's 2 GiB for models), ``ceiling_reason`` why.
+    """
+
+    def __init__(
+        self, variable: str, default: int, what: str, *, ceiling: int | None = None, ceiling_reason: str = ""
+    ) -> None:
+        super().__init__(variable, default, what)
+        self.ceiling = ceiling
+        self.ceiling_reason = ceiling_reason
 
     def value(self) -> int:
-        """The limit in bytes: the environment variable when set (a byte count, or with a unit: 512MiB)."""
-        text = os.environ.get(self.env, "").strip()
-        if not text:
-            return self.default
-        value = parse_size(text)
-        if value is None:
-            raise BadInputError(
-                f"{self.env}={quoted(text)} is not a byte count", f"e.g. {self.env}=512MiB, or unset it for the default"
-            )
+        value = super().value()
         if value < 1:
-            raise BadInputError(f"{self.env}={text!r} must be at least 1 byte", f"unset {self.env} for the default")
+            raise BadInputError(f"{self.variable} must be at least 1 byte", f"unset {self.variable} for the default")
         return min(value, self.ceiling) if self.ceiling is not None else value
 
     def too_large(self, subject: str, size: int, *, at_least: bool = False) -> InputTooLargeError:
         """The error for ``subject`` (e.g. "config file x.toml") of ``size`` bytes (or more, ``at_least``)."""
         limit = self.value()
+        over = "over " if at_least else ""
         if self.ceiling is not None and limit >= self.ceiling:
             return InputTooLargeError(
-                f"{subject} is {'over ' if at_least else ''}{format_bytes(size)}: {self.ceiling_reason}",
-                f"keep it under {format_bytes(self.ceiling)}",
+                f"{subject} is {over}{human_bytes(size)}: {self.ceiling_reason}",
+                f"keep it under {human_bytes(self.ceiling)}",
             )
         return InputTooLargeError(
-            f"{subject} is {'over ' if at_least else ''}{format_bytes(size)}, above the limit of {format_bytes(limit)}",
-            f"raise it with {self.env}=<bytes> (e.g. {self.env}={format_bytes(max(size, limit) * 2).replace(' ', '')})",
+            f"{subject} is {over}{human_bytes(size)}, above the limit of {human_bytes(limit)}", self.hint()
         )
 
 
-CONFIG_LIMIT = ReadLimit("config file", "ORTGPU_MAX_CONFIG_BYTES", 1 << 20)
-BASELINE_LIMIT = ReadLimit("baseline file", "ORTGPU_MAX_BASELINE_BYTES", 64 << 20)
+CONFIG_LIMIT = ReadLimit("ORTGPU_MAX_CONFIG", 1 << 20, "config file")
+BASELINE_LIMIT = ReadLimit("ORTGPU_MAX_BASELINE", 64 << 20, "baseline file")
 MODEL_LIMIT = ReadLimit(
-    "model file",
-    "ORTGPU_MAX_MODEL_BYTES",
+    "ORTGPU_MAX_MODEL",
     PROTOBUF_LIMIT,
+    "model file",
     ceiling=PROTOBUF_LIMIT,
     ceiling_reason="an ONNX file of 2 GiB or more cannot be parsed (protobuf's limit); save the weights as "
     "external data (onnx.save(model, path, save_as_external_data=True))",
 )
-INPUT_DATA_LIMIT = ReadLimit("generated input data", "ORTGPU_MAX_INPUT_BYTES", 16 << 30)
-PACKAGE_TEXT_LIMIT = ReadLimit("text file of a package", "ORTGPU_MAX_PACKAGE_TEXT_BYTES", 1 << 20)
+INPUT_DATA_LIMIT = ReadLimit("ORTGPU_MAX_INPUTS", 16 << 30, "generated input data")
+PACKAGE_TEXT_LIMIT = ReadLimit("ORTGPU_MAX_PACKAGE_TEXT", 1 << 20, "text file of a package")
 LIMITS: tuple[ReadLimit, ...] = (MODEL_LIMIT, CONFIG_LIMIT, BASELINE_LIMIT, INPUT_DATA_LIMIT, PACKAGE_TEXT_LIMIT)
-
-
-_BYTE_UNITS = {
-    "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}  # fmt: skip
-_SIZE = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]{1,3})?")
-
-
-def parse_size(text: str) -> int | None:
-    """ "8589934592", "8GB" (10^9), "512MiB" (2^20), "1.5 GiB" -> bytes; None when it is not a size."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        return None
-    number, unit = match.group(1), (match.group(2) or "b").lower()
-    if unit not in _BYTE_UNITS or ("." in number and not match.group(2)):
-        return None
-    if "." not in number:
-        return int(number) * _BYTE_UNITS[unit]
-    return round(float(number) * _BYTE_UNITS[unit])
-
-
-def format_bytes(size: int) -> str:
-    """1536 -> "1.5 KiB"."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover
 
 
 def check_input_file(
@@ -223,7 +184,7 @@ def read_input_bytes(
             data = _read_at_most(handle, cap + 1)
     except MemoryError:
         raise EnvironmentUnfitError(
-            f"not enough memory to read {subject} ({format_bytes(info.st_size)})", "free memory and retry"
+            f"not enough memory to read {subject} ({human_bytes(info.st_size)})", "free memory and retry"
         ) from None
     except OSError as exc:
         raise error(f"cannot read {subject}: {exc.strerror or exc}", hint) from None
@@ -257,7 +218,7 @@ def read_stream(stream: IO[bytes], max_bytes: int, what: str, hint: str) -> byte
     except OSError as exc:
         raise UnreadableInputError(f"cannot read {what}: {exc.strerror or exc}", hint) from None
     if len(data) > max_bytes:
-        raise InputTooLargeError(f"{what} is over {format_bytes(max_bytes)}", hint)
+        raise InputTooLargeError(f"{what} is over {human_bytes(max_bytes)}", hint)
     return data
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
-from ortgpu.limits import INPUT_DATA_LIMIT, InputTooLargeError, format_bytes
+from ortgpu.limits import INPUT_DATA_LIMIT, InputTooLargeError
+from ortgpu.untrusted import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -559,9 +560,9 @@ def _check_input_sizes(model: ModelInfo, shapes: Mapping[str, tuple[int, ...]], 
         if any(d > MAX_DIM for d in shape) or total > limit:
             shown = "x".join(str(d) for d in shape) if len(shape) < 16 else f"{len(shape)} dims"
             raise InputTooLargeError(
-                f"input {quoted(info.name)}: shape {quoted(shown, 80)} of {info.dtype} needs {format_bytes(size)}; "
-                f"generated inputs may take at most {format_bytes(limit)}",
-                f"give smaller dims (--shape / --dim / --batch) or raise the limit: {INPUT_DATA_LIMIT.env}=<bytes>",
+                f"input {quoted(info.name)}: shape {quoted(shown, 80)} of {info.dtype} needs {human_bytes(size)}; "
+                f"generated inputs may take at most {human_bytes(limit)}",
+                f"give smaller dims (--shape / --dim / --batch) or raise it: {INPUT_DATA_LIMIT.variable}=SIZE",
             )
 
 
@@ -601,8 +602,8 @@ def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
                 if array.nbytes * spec.batch > INPUT_DATA_LIMIT.value():
                     raise InputTooLargeError(
                         f"input {info.name!r}: {path.name} repeated to batch {spec.batch} needs "
-                        f"{format_bytes(array.nbytes * spec.batch)}, above {format_bytes(INPUT_DATA_LIMIT.value())}",
-                        f"ask for a smaller batch, or raise the limit with {INPUT_DATA_LIMIT.env}=<bytes>",
+                        f"{human_bytes(array.nbytes * spec.batch)}, above {human_bytes(INPUT_DATA_LIMIT.value())}",
+                        f"ask for a smaller batch, or raise the limit with {INPUT_DATA_LIMIT.variable}=SIZE",
                     )
                 array = np.repeat(array, spec.batch, axis=0)
                 notes.append(f"input {info.name!r}: data from {path.name} repeated to batch {spec.batch}")
