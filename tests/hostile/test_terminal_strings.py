@@ -142,3 +142,22 @@ def test_long_text_is_cut_in_the_middle_with_a_note() -> None:
     assert len(shown) <= CELL_LIMIT + 40
     assert shown.startswith("a" * 50) and shown.endswith("z" * 20)
     assert "more characters]" in shown
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["profile", "--ep", "cpu", "--runs", "2"]])
+def test_hostile_names_in_inspect_and_profile(
+    cli: Callable[..., object],
+    model_with,
+    terminal: None,
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # profile writes its trace next to where it runs
+    name = f"[link=https://evil.example/]x[/link]{OSC_LINK}{CSI_RED}[/]"
+    model = model_with([(name, [1, 4])], outputs=[f"y{CLEAR_SCREEN}"])
+    outcome = cli(command[0], str(model), *command[1:])
+    assert outcome.rc == 0, outcome.err
+    assert "\x1b]8;" not in outcome.out and CSI_RED not in outcome.out and CLEAR_SCREEN not in outcome.out
+    if command[0] == "inspect":  # profile's tables show node and op names, not input names
+        assert "[link=https://evil.example/]x[/link]" in outcome.out
