@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.bench.clocks import ClockWatch
+from ortgpu.bench.gate import start_gate
 from ortgpu.bench.modes import BenchMode, Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.result import (
     BenchCase,
@@ -368,6 +369,10 @@ class _Plan:
     sessions: int
     skip: str | None = None
 
+    @property
+    def key(self) -> str:
+        return f"{self.ep.value}/{self.mode.value}/b{self.batch}/x{self.concurrency}/s{self.sessions}"
+
 
 @dataclass
 class _Shapes:
@@ -560,6 +565,7 @@ class _CaseRun:
         with runner:
             step = runner.prepare()
             typical = self._first_and_warm(step, policy=True)
+            start_gate(self.plan.key)  # bench --devices: every process's timed runs start together
             return _measure(step, self.request.iterations, self.duration_s, typical, self.report)
 
     def threaded(self, runners: list[ModeRunner]) -> _Measurement:
@@ -567,7 +573,7 @@ class _CaseRun:
         overlap other CUDA work), then released together."""
         count = len(runners)
         lock = threading.Lock()
-        barrier = threading.Barrier(count)
+        barrier = threading.Barrier(count, action=lambda: start_gate(self.plan.key))
         stop = threading.Event()
         results: list[_Measurement | None] = [None] * count
         errors: list[BaseException | None] = [None] * count

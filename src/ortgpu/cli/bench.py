@@ -57,6 +57,12 @@ __all__ = ["command", "render"]
     help="Also bench ORT's defaults (no config, mode run) and show the config's speed-up over them.",
 )
 @click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id to run on.")
+@click.option(
+    "--devices",
+    "devices_text",
+    metavar="0,1|all|cpu:N",
+    help="One process per GPU (or N CPU processes), timed together: per-device table and the aggregate.",
+)
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a symbolic dim (repeatable).")
@@ -95,6 +101,7 @@ def command(
     config: Path | None,
     against_defaults: bool,
     device_id: int,
+    devices_text: str | None,
     ep_options: tuple[str, ...],
     shapes: tuple[str, ...],
     dims: tuple[str, ...],
@@ -154,6 +161,10 @@ def command(
         package=package,
         against_defaults=against_defaults,
     )
+    if devices_text is not None:
+        from ortgpu.cli.bench_devices import run_devices
+
+        return run_devices(request, devices_text, as_json)
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
     emit("bench", result, as_json, render)

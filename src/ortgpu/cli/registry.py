@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("ortgpu.cli.bench", "Honest latency and throughput: warm-up, percentiles, modes, sweeps, report."),
     "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
     "tune": ("ortgpu.cli.tune", "Find the fastest config whose outputs still match fp32; write ortgpu.toml."),
+    "infer": ("ortgpu.cli.infer", "Batch inference over a dataset with verified sessions: local GPU workers or Ray."),
     "bundle": ("ortgpu.cli.bundle", "Copy the files a C/C++ deployment of an ORT package needs, with a manifest."),
     "inspect": ("ortgpu.cli.inspect", "What a model takes and returns, its ops, and which nodes the CUDA EP takes."),
     "profile": ("ortgpu.cli.profile", "Where a model's time goes, per op and node, by provider; fusion; report."),
