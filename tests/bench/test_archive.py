@@ -40,7 +40,7 @@ def test_foreign_or_damaged_files_are_bad_input(tmp_path: Path, content: str, me
 
 
 def test_missing_baseline_file(tmp_path: Path) -> None:
-    with pytest.raises(BaselineError, match="no such file"):
+    with pytest.raises(BaselineError, match="not found"):
         load_result(tmp_path / "nope.json")
 
 

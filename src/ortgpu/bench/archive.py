@@ -51,11 +51,37 @@ def load_result(path: Path) -> BenchResult:
     except BadInputError as exc:
         raise BaselineError(exc.message, exc.hint) from None
     try:
-        return from_jsonable(BenchResult, doc.get("result"))
+        result = from_jsonable(BenchResult, doc.get("result"))
     except ValueError as exc:
         raise BaselineError(
             f"{path}: damaged ortgpu bench file ({exc})", "re-create it with ortgpu bench --save"
         ) from None
+    for case in result.measured_cases:
+        _check_stats(path, case)
+    return result
+
+
+_LATENCIES = ("min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")
+_SPREADS = ("mad_ms", "std_ms")
+
+
+def _check_stats(path: Path, case: BenchCase) -> None:
+    """Latencies a regression gate compares must be positive and finite, spreads finite and >= 0: a p50 of 0,
+    a negative or NaN latency, or a spread of "inf" would let every regression pass as noise."""
+    import math
+
+    stats = case.stats
+    if stats is None:
+        return
+    for name in _LATENCIES + _SPREADS:
+        value = getattr(stats, name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value < 0 or (value == 0 and name in _LATENCIES):
+            raise BaselineError(
+                f"{path}: case {case.ep.value}/{case.mode.value} batch {case.batch} has {name} = {value!r}; "
+                "latencies must be positive and finite, spreads finite and >= 0",
+                "re-create the baseline with ortgpu bench --save (an edited or damaged file cannot gate regressions)",
+            )
 
 
 def environment_changes(old: BenchResult, new: BenchResult) -> tuple[str, ...]:

@@ -701,7 +701,7 @@ def _run_case(
         raise
     except KeyboardInterrupt:
         return _case(
-            plan, CaseStatus.INTERRUPTED, shapes, reason="interrupted before any timed run", provider_options=options
+            plan, CaseStatus.INTERRUPTED, shapes, reason="before any timed run", provider_options=options
         ), True
     except _ort_errors() as exc:  # e.g. out of memory at a large batch: the case records it, the others still run
         return _case(plan, CaseStatus.FAILED, shapes, reason=_translate(exc, plan.ep), provider_options=options), False
@@ -715,7 +715,7 @@ def _run_case(
             plan,
             CaseStatus.INTERRUPTED,
             shapes,
-            reason="interrupted before any timed run",
+            reason="before any timed run",
             cold=cold,
             warmup=run.warmup_report(),
             provider_options=options,
@@ -726,7 +726,7 @@ def _run_case(
         plan,
         status,
         shapes,
-        reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
+        reason="stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
         warmup=run.warmup_report(),
         cold=cold,
@@ -862,7 +862,7 @@ def _hints(
         details = ", ".join(f"{detail} at {where}" for where, detail in items)
         hints.append(Hint(kind, template.format(details), None))
     if interrupted:
-        hints.append(Hint(HintKind.INTERRUPTED, "interrupted: only the cases that finished are reported"))
+        hints.append(Hint(HintKind.INTERRUPTED, "only the cases that finished are reported"))
     return tuple(hints)
 
 
@@ -978,7 +978,7 @@ def _measure_through_wheel(
             except KeyboardInterrupt:
                 stopped = True
                 case = _case(
-                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="interrupted while opening its session"
+                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session"
                 )
             cases.append(case)
             if stopped:

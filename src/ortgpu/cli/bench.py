@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 
 __all__ = ["command", "render"]
 
@@ -180,7 +181,6 @@ def _ms(value: float | None) -> str:
 
 def render(result: Any, console: Any) -> None:
     """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
-    from rich.markup import escape as x  # model names, reasons and hints may contain [brackets]
     from rich.table import Table
 
     console.print(f"[bold]{x(result.model.path.name)}[/] on [bold]{result.ep.value}[/]: {x(result.ep_reason)}")

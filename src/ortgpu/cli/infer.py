@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 
 __all__ = ["command", "render"]
 
@@ -95,7 +96,6 @@ def command(
 
 def render(result: Any, console: Any) -> None:
     """Counts first, then the workers, the throughput, and each bad input with its reason."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     where = (

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 
 __all__ = ["command", "render"]
 
@@ -116,10 +116,8 @@ def command(
 
 
 def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes."""
-    from rich.markup import escape
-
-    return escape("".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)))
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe)."""
+    return safe(text)
 
 
 def _short(provider: str) -> str:

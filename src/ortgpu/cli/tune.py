@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 
 __all__ = ["command", "render"]
 
@@ -102,7 +103,6 @@ def _lever_text(params: dict[str, Any], base: dict[str, Any]) -> str:
 
 def render(result: Any, console: Any) -> None:
     """The ranked trials, the best against ORT's defaults, and where the config went."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     unit = result.objective.unit
