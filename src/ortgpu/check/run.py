@@ -172,11 +172,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
-<<<<<<< HEAD
-=======
-    reference = _load_reference(request.reference, model) if request.reference is not None else None
     _check_output_names(request.save_outputs, model.output_names)
->>>>>>> hostile-input
     report("making inputs", 0.05)
     spec = request.inputs if request.inputs is not None else request.config.inputs
     dataset = load_dataset(model, spec, request.samples)
@@ -450,10 +446,6 @@ def _check_output_path(request: CheckRequest) -> None:
     check_outputs(outputs, inputs, error=OutputFileError)
 
 
-<<<<<<< HEAD
-def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
-    """One sample: its arrays; several: each output stacked along a leading sample axis."""
-=======
 def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> None:
     """Before the run: every output name must be a safe .npz member name when --save-outputs is given."""
     if path is None:
@@ -469,15 +461,14 @@ def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> Non
             )
 
 
-def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
->>>>>>> hostile-input
+def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
+    """One sample: its arrays; several: each output stacked along a leading sample axis."""
     import numpy as np
 
     from ortgpu.accuracy.dataset import stack_outputs
     from ortgpu.atomic import atomic_write
     from ortgpu.npz import save_npz
 
-<<<<<<< HEAD
     per_sample = []
     for values in outputs:
         arrays = {}
@@ -490,15 +481,7 @@ def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
         arrays = per_sample[0] if len(per_sample) == 1 else stack_outputs(per_sample)
     except BadInputError as exc:
         raise OutputFileError(exc.message, exc.hint) from None
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
-=======
-    arrays = {}
-    for name, value in outputs.items():
-        if isinstance(value, np.ndarray):
-            # Text as fixed-width unicode: object arrays would need pickle to load back.
-            arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
     atomic_write(path, lambda handle: save_npz(handle, arrays))
->>>>>>> hostile-input
     return path
 
 

@@ -8,11 +8,12 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
 from ortgpu.cli.output import safe as x
 from ortgpu.cli.output import safe_name as n
 from ortgpu.errors import BadInputError
 
-__all__ = ["FlagError", "command", "escape", "render", "render_layerwise"]
+__all__ = ["FlagError", "command", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -148,13 +149,6 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def escape(text: str) -> str:
-    """Text from a model or a file, safe inside rich markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
 def _db(value: float | None) -> str:
     if value is None:
         return "–"
@@ -230,23 +224,15 @@ def render(result: Any, console: Any) -> None:
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {x(result.ep_reason)}[/]")
     if result.cuda_libraries:
-<<<<<<< HEAD
-        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
-=======
         console.print(f"  [dim]CUDA libraries: {x(result.cuda_libraries)}[/]")
->>>>>>> hostile-input
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {x(result.fallback_reason)}[/]")
     for item in result.inputs:
-<<<<<<< HEAD
-        console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
-    if result.samples:
-        console.print(f"  data set: {escape(result.dataset_source or '')}")
-    for note in result.dataset_notes:
-        console.print(f"  [dim]{escape(note)}[/]")
-=======
         console.print(f"  input {n(item.name)}: {item.dtype} {list(item.shape)} ({item.source})")
->>>>>>> hostile-input
+    if result.samples:
+        console.print(f"  data set: {x(result.dataset_source or '')}")
+    for note in result.dataset_notes:
+        console.print(f"  [dim]{x(note)}[/]")
     for note in result.input_notes:
         console.print(f"  [dim]{x(note)}[/]")
     _render_placement(result, console, Table)
@@ -273,13 +259,9 @@ def render(result: Any, console: Any) -> None:
     else:
         console.print(f"[bold]GPU memory[/]  {x(memory.note)}")
     if result.saved_outputs is not None:
-<<<<<<< HEAD
-        console.print(f"outputs saved to {result.saved_outputs}")
-    if result.report_to is not None:
-        console.print(f"report written to {result.report_to}")
-=======
         console.print(f"outputs saved to {x(result.saved_outputs)}")
->>>>>>> hostile-input
+    if result.report_to is not None:
+        console.print(f"report written to {x(result.report_to)}")
     colour = "green" if result.passed else "red"
     console.print(f"\n[bold {colour}]{x(result.verdict)}[/]")
     for failure in result.failures[1:]:
@@ -347,11 +329,7 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
         if out.status.value == "fail" and out.max_abs is not None:
             verdict = f"fail: {out.mismatches}/{out.elements} off"
         table.add_row(
-<<<<<<< HEAD
-            escape(out.name),
-=======
             n(out.name),
->>>>>>> hostile-input
             _num(out.max_abs),
             _num(out.max_rel),
             "–" if out.cosine is None else f"{out.cosine:.6f}",
