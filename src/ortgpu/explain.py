@@ -11,7 +11,7 @@ from ortgpu.env import matrix
 from ortgpu.env.matrix import LibraryFamily, Platform
 from ortgpu.errors import BadInputError
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
-from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits
+from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 
 __all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
 
@@ -86,8 +86,9 @@ def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
             "paste the error lines (the last screen of output is usually enough)",
         )
     kb = kb or load_knowledge_base()
-    facts = extract_facts(text)
-    hits = find_hits(text, kb)
+    paste = prepare(text)
+    facts = extract_facts(paste)
+    hits = find_hits(paste, kb)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
         facts = dataclasses.replace(facts, ort_version=None, build_cuda_major=11, build_cudnn_major=8)

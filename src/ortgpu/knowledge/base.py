@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.env.matrix import Platform
+from ortgpu.knowledge.prefilter import Prefilter, linearity_problems, prefilter_for
 
 __all__ = [
     "ALLOWED_GROUPS",
@@ -113,6 +114,7 @@ class FailureMode:
     merged_into: str | None = None  # its message is another entry's; matched as that entry
     generic: bool = False  # a catch-all, dropped when a specific entry matched the same lines
     compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    prefilters: tuple[Prefilter | None, ...] = field(default=(), compare=False, repr=False)  # one per pattern
 
     @property
     def is_gpu_problem(self) -> bool:
@@ -207,6 +209,7 @@ def validate_document(doc: Any) -> list[str]:
             extra = set(compiled.groupindex) - ALLOWED_GROUPS
             if extra:
                 problems.append(f"{eid}: pattern {pattern!r} has unknown groups {sorted(extra)}")
+            problems.extend(f"{eid}: pattern {pattern!r} {why}" for why in linearity_problems(pattern))
         for rel in e.get("related", ()):
             if rel not in known:
                 problems.append(f"{eid}: related {rel!r} does not exist")
@@ -215,6 +218,7 @@ def validate_document(doc: Any) -> list[str]:
 
 def _entry(e: dict[str, Any]) -> FailureMode:
     fix = e["fix"]
+    compiled = tuple(re.compile(p) for p in e["patterns"])
     return FailureMode(
         id=e["id"],
         title=e["title"],
@@ -233,7 +237,8 @@ def _entry(e: dict[str, Any]) -> FailureMode:
         related=tuple(e.get("related", ())),
         merged_into=e.get("merged_into"),
         generic=bool(e.get("generic", False)),
-        compiled=tuple(re.compile(p) for p in e["patterns"]),
+        compiled=compiled,
+        prefilters=tuple(prefilter_for(p) for p in compiled),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from ortgpu.env.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 
-__all__ = ["Hit", "PasteFacts", "extract_facts", "find_hits", "normalise"]
+__all__ = ["Hit", "Paste", "PasteFacts", "extract_facts", "find_hits", "normalise", "prepare"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _TIMESTAMPS = (
@@ -22,7 +24,7 @@ _TIMESTAMPS = (
     re.compile(r"^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),
 )
 # [E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA]
-_ORT_LOG_PREFIX = re.compile(r"\[[VIWEF]:onnxruntime:[^\]]*\]\s*")
+_ORT_LOG_PREFIX = re.compile(r"\[[VIWEF]:onnxruntime:[^\]\[\n]{0,300}\]\s*")
 # source positions: provider_bridge_ort.cc:1209, D:\a\_work\1\s\...\foo.cc:743, bar.py:200
 _SOURCE_POSITION = re.compile(r"(\.(?:cc|cpp|cxx|cu|cuh|h|hpp|c|py)):\d+\b")
 _HOSTNAME = re.compile(r"\bhostname=[^\s;]+")
@@ -31,8 +33,14 @@ _PY_NOISE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\):|[\^~]+|\.\.\.|During handling of the above exception.*)\s*$"
 )
 _SPACES = re.compile(r"[ \t]+")
+MAX_TOKEN_CHARS = 300
+MAX_LIBRARY_TOKENS = 200
+MAX_LINE_CHARS = 2_000
+_LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
 
-_LIBRARY_TOKEN = re.compile(r"[A-Za-z0-9_+.-]+\.so(?:\.\d+)+|[A-Za-z0-9_+.-]+\.dll\b", re.IGNORECASE)
+_LIBRARY_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_+.-])[A-Za-z0-9_+.-]{1,200}?(?:\.so(?:\.\d{1,6}){1,4}|\.dll\b)", re.IGNORECASE
+)
 _WINDOWS_HINT = re.compile(r"\.dll\b|\b[A-Za-z]:\\|WinError|LoadLibrary|\\site-packages\\", re.IGNORECASE)
 _LINUX_HINT = re.compile(
     r"\.so(?:\.\d+)*\b|(?:^|[\s\"'(])/(?:usr|home|opt|lib|root|onnxruntime_src)/|LD_LIBRARY_PATH|ldconfig"
@@ -88,23 +96,40 @@ def _unwrap(lines: list[str]) -> list[str]:
     if count < 2:
         return lines
     out: list[str] = []
-    carry = ""
+    carry: list[str] = []
     for line in lines:
-        if len(line) == width:
-            carry += line
-            continue
-        out.append(carry + line)
-        carry = ""
+        carry.append(line)
+        if len(line) != width:
+            out.append("".join(carry))
+            carry = []
     if carry:
-        out.append(carry)
+        out.append("".join(carry))
     return out
+
+
+def _bounded(line: str) -> list[str]:
+    """The line with every run of non-space characters cut to MAX_TOKEN_CHARS, in pieces of at most MAX_LINE_CHARS.
+
+    No message word is that long (a path is at most a few hundred characters), and bounding both keeps every
+    pattern's work per character constant: explain stays linear in the paste's size.
+    """
+    if len(line) > MAX_TOKEN_CHARS:
+        line = _LONG_TOKEN.sub(lambda m: m.group(0)[:MAX_TOKEN_CHARS], line)
+    pieces: list[str] = []
+    while len(line) > MAX_LINE_CHARS:
+        cut = line.rfind(" ", MAX_LINE_CHARS // 2, MAX_LINE_CHARS)
+        cut = cut if cut > 0 else MAX_LINE_CHARS
+        pieces.append(line[:cut])
+        line = line[cut:]
+    pieces.append(line)
+    return pieces
 
 
 def normalise(text: str) -> tuple[str, ...]:
     """The paste as clean lines: no ANSI codes, timestamps, ORT log prefixes, source positions, hostnames,
     Python stack frames, doubled backslashes or blank lines."""
     text = _ANSI.sub("", text).replace("\\\\", "\\")
-    raw = _unwrap([line.rstrip() for line in text.splitlines()])
+    raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
     out: list[str] = []
     after_frame = False
     for line in raw:
@@ -128,24 +153,23 @@ def normalise(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _line_index(starts: list[int], offset: int) -> int:
-    lo, hi = 0, len(starts) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if starts[mid] <= offset:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+@dataclass(frozen=True)
+class Paste:
+    """A paste normalised once for every matcher: clean lines, the lines joined, and a lower-cased copy."""
+
+    lines: tuple[str, ...]
+    joined: str
+    lowered: str
+    starts: tuple[int, ...]  # offset of each line in `joined`
+
+    def line_index(self, offset: int) -> int:
+        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
 
 
-def find_hits(text: str, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
-    """Every failure mode whose patterns match the paste, best first.
-
-    Order: GPU problems (by priority), then model/input errors, then informational notes; ties by position.
-    A generic entry is dropped when a specific one matched the same lines.
-    """
-    kb = kb or load_knowledge_base()
+def prepare(text: str | Paste) -> Paste:
+    """Normalise a paste (once); a Paste passes through unchanged."""
+    if isinstance(text, Paste):
+        return text
     lines = normalise(text)
     joined = "\n".join(lines)
     starts: list[int] = []
@@ -153,9 +177,33 @@ def find_hits(text: str, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
     for line in lines:
         starts.append(offset)
         offset += len(line) + 1
+    return Paste(lines, joined, joined.lower(), tuple(starts))
+
+
+MAX_MATCHES_PER_PATTERN = 32  # the first matches carry the specifics; a log repeating a line adds nothing
+
+
+def _matches(entry: FailureMode, paste: Paste) -> list[re.Match[str]]:
+    found: list[re.Match[str]] = []
+    for pattern, prefilter in zip(entry.compiled, entry.prefilters or (None,) * len(entry.compiled), strict=True):
+        if prefilter is not None and not prefilter.admits(paste.joined, paste.lowered):
+            continue
+        found.extend(itertools.islice(pattern.finditer(paste.joined), MAX_MATCHES_PER_PATTERN))
+    return sorted(found, key=lambda m: m.start())
+
+
+def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
+    """Every failure mode whose patterns match the paste, best first.
+
+    Order: GPU problems (by priority), then model/input errors, then informational notes; ties by position.
+    A generic entry is dropped when a specific one matched the same lines.
+    """
+    kb = kb or load_knowledge_base()
+    paste = prepare(text)
+    lines = paste.lines
     hits: list[Hit] = []
     for entry in kb.matchable:
-        matches = sorted((m for pattern in entry.compiled for m in pattern.finditer(joined)), key=lambda m: m.start())
+        matches = _matches(entry, paste)
         if not matches:
             continue
         groups: dict[str, str] = {}
@@ -167,13 +215,13 @@ def find_hits(text: str, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
                     if name == "lib" and value not in libraries:
                         libraries.append(value)
         first = matches[0]
-        first_line = _line_index(starts, first.start())
-        last_line = _line_index(starts, max(first.end() - 1, first.start())) if starts else 0
+        first_line = paste.line_index(first.start())
+        last_line = paste.line_index(max(first.end() - 1, first.start()))
         covered = sorted(
             {
                 i
                 for m in matches
-                for i in range(_line_index(starts, m.start()), _line_index(starts, max(m.end() - 1, m.start())) + 1)
+                for i in range(paste.line_index(m.start()), paste.line_index(max(m.end() - 1, m.start())) + 1)
             }
         )
         hits.append(
@@ -202,21 +250,22 @@ def _rank_key(hit: Hit) -> tuple[int, int, int]:
     return group, -entry.priority, hit.position
 
 
-def extract_facts(text: str) -> PasteFacts:
+def extract_facts(text: str | Paste) -> PasteFacts:
     """Platform, ORT version, the build's CUDA/cuDNN majors and the libraries a paste names."""
-    lines = normalise(text)
-    joined = "\n".join(lines)
+    joined = prepare(text).joined
     windows = len(_WINDOWS_HINT.findall(joined))
     linux = len(_LINUX_HINT.findall(joined))
     platform = Platform.WINDOWS if windows > linux else Platform.LINUX if linux > windows else None
     needs = _BUILD_NEEDS.search(joined)
     version = next((m.group(1) for p in _ORT_VERSION for m in [p.search(joined)] if m), None)
     libraries: list[str] = []
-    for token in _LIBRARY_TOKEN.findall(joined):
-        info = library_info(token)
+    for token in itertools.islice(_LIBRARY_TOKEN.finditer(joined), MAX_LIBRARY_TOKENS):
+        info = library_info(token.group(0))
         if info is not None and info.family is not LibraryFamily.ORT and info.name not in libraries:
             libraries.append(info.name)
-    codes = tuple(dict.fromkeys(int(c) for c in _CUDA_FAILURE.findall(joined)))
+    codes = tuple(
+        dict.fromkeys(int(m.group(1)) for m in itertools.islice(_CUDA_FAILURE.finditer(joined), MAX_LIBRARY_TOKENS))
+    )
     return PasteFacts(
         platform=platform,
         ort_version=version,
