@@ -1,0 +1,146 @@
+"""Accuracy of `ortgpu explain` on real pastes it was not built from: the dev half and the held-out half.
+
+The pastes, their sources and the expected diagnoses are in benchmarks/data/explain_pastes.json (labelled and split
+before any development). A paste counts as diagnosed when explain's top match is one of its expected entries.
+
+    python benchmarks/explain_heldout.py                 # both splits, per-paste lines for dev only
+    python benchmarks/explain_heldout.py --out benchmarks/results --stamp 2026-12-01
+        # writes <stamp>-cpu-explain-heldout.json and .md there
+
+Per-paste results of the held-out half are written to the JSON (for the record) but never printed: development
+looks at the dev half only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from ortgpu import __version__
+from ortgpu.explain import explain
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "explain_pastes.json"
+
+# Failure classes that had no knowledge-base entry when the pastes were labelled, and the entry that covers each now.
+NEW_LABEL_ENTRIES: dict[str, str] = {}
+
+
+def _accepted(expected: list[str]) -> set[str]:
+    return {NEW_LABEL_ENTRIES.get(label, label) for label in expected}
+
+
+def evaluate(pastes: list[dict]) -> list[dict]:
+    rows = []
+    for paste in pastes:
+        start = time.perf_counter()
+        result = explain(paste["text"])
+        elapsed = time.perf_counter() - start
+        top = result.matches[0].id if result.matches else None
+        rows.append(
+            {
+                "id": paste["id"],
+                "split": paste["split"],
+                "class": paste["class"],
+                "source": paste["source"],
+                "expected": paste["expected"],
+                "got": top,
+                "all": [m.id for m in result.matches],
+                "verdict": result.verdict.value,
+                "correct": top in _accepted(paste["expected"]),
+                "seconds": round(elapsed, 4),
+            }
+        )
+    return rows
+
+
+def summarise(rows: list[dict]) -> dict:
+    out: dict = {}
+    for split in ("dev", "heldout"):
+        part = [r for r in rows if r["split"] == split]
+        right = sum(r["correct"] for r in part)
+        by_class: dict[str, list[int]] = {}
+        for r in part:
+            c = by_class.setdefault(r["class"], [0, 0])
+            c[0] += r["correct"]
+            c[1] += 1
+        out[split] = {
+            "n": len(part),
+            "correct": right,
+            "accuracy": round(right / len(part), 4) if part else None,
+            "not_recognised": sum(r["got"] is None for r in part),
+            "by_class": {k: {"correct": v[0], "n": v[1]} for k, v in sorted(by_class.items())},
+        }
+    return out
+
+
+def _markdown(doc: dict) -> str:
+    s = doc["summary"]
+    lines = [
+        "# `ortgpu explain` on real pastes it was not built from",
+        "",
+        f"Command: `{doc['command']}`  ",
+        f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: `benchmarks/data/explain_pastes.json` "
+        f"({doc['pastes']} pastes from {doc['projects']} projects, split with seed {doc['seed']}).",
+        "",
+        "| split | pastes | diagnosed | accuracy | not recognised |",
+        "|---|---|---|---|---|",
+    ]
+    for split in ("dev", "heldout"):
+        p = s[split]
+        lines.append(f"| {split} | {p['n']} | {p['correct']} | {p['accuracy']:.1%} | {p['not_recognised']} |")
+    lines += ["", "Held-out by class:", "", "| class | diagnosed / pastes |", "|---|---|"]
+    for cls, v in s["heldout"]["by_class"].items():
+        lines.append(f"| {cls} | {v['correct']} / {v['n']} |")
+    if doc.get("notes"):
+        lines += ["", *doc["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="folder for the JSON and markdown record")
+    parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
+    parser.add_argument("--note", action="append", default=[], help="a line for the record's notes (repeatable)")
+    args = parser.parse_args(argv)
+
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    rows = evaluate(data["pastes"])
+    summary = summarise(rows)
+    for r in rows:
+        if r["split"] == "dev":
+            mark = "ok  " if r["correct"] else "MISS"
+            print(f"{mark} {r['id']} {r['class']:<14} expected {','.join(r['expected']):<22} got {r['got']}")
+    for split in ("dev", "heldout"):
+        p = summary[split]
+        print(f"{split}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
+    if args.out:
+        doc = {
+            "schema": "ortgpu.bench-explain-heldout/v1",
+            "command": "python benchmarks/explain_heldout.py --out benchmarks/results",
+            "ortgpu_version": __version__,
+            "python": platform.python_version(),
+            "seed": data["seed"],
+            "pastes": len(data["pastes"]),
+            "projects": len({p["project"] for p in data["pastes"]}),
+            "new_label_entries": NEW_LABEL_ENTRIES,
+            "summary": summary,
+            "classes": dict(Counter(p["class"] for p in data["pastes"])),
+            "notes": args.note,
+            "rows": rows,
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        base = args.out / f"{args.stamp}-cpu-explain-heldout"
+        base.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        print(f"wrote {base}.json and .md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
