@@ -3,41 +3,21 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ortgpu.env.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
+from ortgpu.knowledge.paste import Paste, normalise, prepare
+from ortgpu.knowledge.signals import Signal, extract_signals
+from ortgpu.knowledge.text import squeeze
 
 __all__ = ["Hit", "Paste", "PasteFacts", "extract_facts", "find_hits", "normalise", "prepare"]
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_TIMESTAMPS = (
-    # 2024-05-01 10:00:00.123456789, 2024-05-01T10:00:00Z, [2024-05-01 10:00:00,123]
-    re.compile(r"\[?\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b\]?"),
-    # TensorRT's [05/01/2024-10:36:56]
-    re.compile(r"\[\d{2}/\d{2}/\d{4}-\d{2}:\d{2}:\d{2}\]"),
-    # a bare time at the start of a line: 10:00:00.123
-    re.compile(r"^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),
-)
-# [E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA]
-_ORT_LOG_PREFIX = re.compile(r"\[[VIWEF]:onnxruntime:[^\]\[\n]{0,300}\]\s*")
-# source positions: provider_bridge_ort.cc:1209, D:\a\_work\1\s\...\foo.cc:743, bar.py:200
-_SOURCE_POSITION = re.compile(r"(\.(?:cc|cpp|cxx|cu|cuh|h|hpp|c|py)):\d+\b")
-_HOSTNAME = re.compile(r"\bhostname=[^\s;]+")
-_PY_FRAME = re.compile(r'^\s*File "[^"]*", line \d+(?:, in .*)?$')
-_PY_NOISE = re.compile(
-    r"^\s*(?:Traceback \(most recent call last\):|[\^~]+|\.\.\.|During handling of the above exception.*)\s*$"
-)
-_SPACES = re.compile(r"[ \t]+")
-MAX_TOKEN_CHARS = 300
 MAX_LIBRARY_TOKENS = 200
-MAX_LINE_CHARS = 2_000
-_LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
-
 _LIBRARY_TOKEN = re.compile(
     r"(?<![A-Za-z0-9_+.-])[A-Za-z0-9_+.-]{1,200}?(?:\.so(?:\.\d{1,6}){1,4}|\.dll\b)", re.IGNORECASE
 )
@@ -65,6 +45,7 @@ class Hit:
     line_indices: tuple[int, ...]
     groups: Mapping[str, str]  # named groups of the patterns, first value seen per name
     libraries: tuple[str, ...]  # every distinct `lib` value
+    how: str = "pattern"  # "pattern", "structure" (a claimed signal) or "wrapped text" (a phrase across lines)
 
     @property
     def library(self) -> str | None:
@@ -83,103 +64,6 @@ class PasteFacts:
     cuda_error_codes: tuple[int, ...]
 
 
-def _unwrap(lines: list[str]) -> list[str]:
-    """Re-join lines that a terminal, a mail client or an issue tracker hard-wrapped at a fixed width.
-
-    Only when the paste looks wrapped: the most common length among lines of 60+ characters occurs twice or more;
-    each line of exactly that length is joined to the next.
-    """
-    lengths = Counter(len(line) for line in lines if len(line) >= 60)
-    if not lengths:
-        return lines
-    width, count = lengths.most_common(1)[0]
-    if count < 2:
-        return lines
-    out: list[str] = []
-    carry: list[str] = []
-    for line in lines:
-        carry.append(line)
-        if len(line) != width:
-            out.append("".join(carry))
-            carry = []
-    if carry:
-        out.append("".join(carry))
-    return out
-
-
-def _bounded(line: str) -> list[str]:
-    """The line with every run of non-space characters cut to MAX_TOKEN_CHARS, in pieces of at most MAX_LINE_CHARS.
-
-    No message word is that long (a path is at most a few hundred characters), and bounding both keeps every
-    pattern's work per character constant: explain stays linear in the paste's size.
-    """
-    if len(line) > MAX_TOKEN_CHARS:
-        line = _LONG_TOKEN.sub(lambda m: m.group(0)[:MAX_TOKEN_CHARS], line)
-    pieces: list[str] = []
-    while len(line) > MAX_LINE_CHARS:
-        cut = line.rfind(" ", MAX_LINE_CHARS // 2, MAX_LINE_CHARS)
-        cut = cut if cut > 0 else MAX_LINE_CHARS
-        pieces.append(line[:cut])
-        line = line[cut:]
-    pieces.append(line)
-    return pieces
-
-
-def normalise(text: str) -> tuple[str, ...]:
-    """The paste as clean lines: no ANSI codes, timestamps, ORT log prefixes, source positions, hostnames,
-    Python stack frames, doubled backslashes or blank lines."""
-    text = _ANSI.sub("", text).replace("\\\\", "\\")
-    raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
-    out: list[str] = []
-    after_frame = False
-    for line in raw:
-        if _PY_FRAME.match(line):
-            after_frame = True
-            continue
-        if after_frame and line[:1].isspace():  # the source line Python echoes under a frame
-            after_frame = False
-            continue
-        after_frame = False
-        if _PY_NOISE.match(line):
-            continue
-        for pattern in _TIMESTAMPS:
-            line = pattern.sub("", line)
-        line = _ORT_LOG_PREFIX.sub("", line)
-        line = _SOURCE_POSITION.sub(r"\1", line)
-        line = _HOSTNAME.sub("hostname=<host>", line)
-        line = _SPACES.sub(" ", line).strip()
-        if line:
-            out.append(line)
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class Paste:
-    """A paste normalised once for every matcher: clean lines, the lines joined, and a lower-cased copy."""
-
-    lines: tuple[str, ...]
-    joined: str
-    lowered: str
-    starts: tuple[int, ...]  # offset of each line in `joined`
-
-    def line_index(self, offset: int) -> int:
-        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
-
-
-def prepare(text: str | Paste) -> Paste:
-    """Normalise a paste (once); a Paste passes through unchanged."""
-    if isinstance(text, Paste):
-        return text
-    lines = normalise(text)
-    joined = "\n".join(lines)
-    starts: list[int] = []
-    offset = 0
-    for line in lines:
-        starts.append(offset)
-        offset += len(line) + 1
-    return Paste(lines, joined, joined.lower(), tuple(starts))
-
-
 MAX_MATCHES_PER_PATTERN = 32  # the first matches carry the specifics; a log repeating a line adds nothing
 
 
@@ -193,50 +77,129 @@ def _matches(entry: FailureMode, paste: Paste) -> list[re.Match[str]]:
 
 
 def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
-    """Every failure mode whose patterns match the paste, best first.
+    """Every failure mode the paste shows, best first: by the entries' patterns, by the structural signals they
+    claim (knowledge/signals.py), and by their long literal phrases in the whitespace-free text (wrapped lines).
 
     Order: GPU problems (by priority), then model/input errors, then informational notes; ties by position.
     A generic entry is dropped when a specific one matched the same lines.
     """
     kb = kb or load_knowledge_base()
     paste = prepare(text)
-    lines = paste.lines
-    hits: list[Hit] = []
+    hits: dict[str, Hit] = {}
     for entry in kb.matchable:
-        matches = _matches(entry, paste)
-        if not matches:
+        hit = _pattern_hit(entry, paste)
+        if hit is not None:
+            hits[entry.id] = hit
+    for signal in extract_signals(paste):
+        entry = _claimant(kb, signal)
+        if entry is not None:
+            hits[entry.id] = _with_signal(hits.get(entry.id), entry, signal, paste)
+    squeezed: tuple[str, tuple[int, ...]] | None = None
+    for entry in kb.matchable:
+        if entry.id in hits or not entry.patterns:
             continue
-        groups: dict[str, str] = {}
-        libraries: list[str] = []
-        for m in matches:
-            for name, value in m.groupdict().items():
-                if value is not None:
-                    groups.setdefault(name, value)
-                    if name == "lib" and value not in libraries:
-                        libraries.append(value)
-        first = matches[0]
-        first_line = paste.line_index(first.start())
-        last_line = paste.line_index(max(first.end() - 1, first.start()))
-        covered = sorted(
-            {
-                i
-                for m in matches
-                for i in range(paste.line_index(m.start()), paste.line_index(max(m.end() - 1, m.start())) + 1)
-            }
+        squeezed = squeezed or paste.squeezed
+        hit = _wrapped_hit(entry, paste, squeezed, kb.shared_literals)
+        if hit is not None:
+            hits[entry.id] = hit
+    found = list(hits.values())
+    specific_lines = {i for h in found if not h.entry.generic for i in h.line_indices}
+    found = [h for h in found if not (h.entry.generic and specific_lines & set(h.line_indices))]
+    return tuple(sorted(found, key=_rank_key))
+
+
+def _pattern_hit(entry: FailureMode, paste: Paste) -> Hit | None:
+    matches = _matches(entry, paste)
+    if not matches:
+        return None
+    groups: dict[str, str] = {}
+    libraries: list[str] = []
+    for m in matches:
+        for name, value in m.groupdict().items():
+            if value is not None:
+                groups.setdefault(name, value)
+                if name == "lib" and value not in libraries:
+                    libraries.append(value)
+    first = matches[0]
+    first_line = paste.line_index(first.start())
+    last_line = paste.line_index(max(first.end() - 1, first.start()))
+    covered = sorted(
+        {
+            i
+            for m in matches
+            for i in range(paste.line_index(m.start()), paste.line_index(max(m.end() - 1, m.start())) + 1)
+        }
+    )
+    return Hit(
+        entry=entry,
+        position=first.start(),
+        line=" ".join(paste.lines[first_line : last_line + 1]) if paste.lines else "",
+        line_indices=tuple(covered),
+        groups=groups,
+        libraries=tuple(libraries),
+    )
+
+
+def _claimant(kb: KnowledgeBase, signal: Signal) -> FailureMode | None:
+    """The entry whose claim fits the signal most specifically (then the higher priority)."""
+    best: tuple[int, int] | None = None
+    chosen: FailureMode | None = None
+    for entry in kb.matchable:
+        for claim in entry.claims:
+            if claim.accepts(signal.kind, signal.attributes):
+                rank = (claim.specificity, entry.priority)
+                if best is None or rank > best:
+                    best, chosen = rank, entry
+    return chosen
+
+
+def _with_signal(hit: Hit | None, entry: FailureMode, signal: Signal, paste: Paste) -> Hit:
+    lib = signal.values.get("lib")
+    if hit is not None:  # the entry's own pattern matched too: keep its line, add what the signal knows
+        groups = {**signal.values, **hit.groups}
+        libraries = hit.libraries if not lib or lib in hit.libraries else (*hit.libraries, lib)
+        return dataclasses.replace(hit, groups=groups, libraries=libraries, how=hit.how)
+    return Hit(
+        entry=entry,
+        position=signal.position,
+        line=paste.lines[signal.line_index],
+        line_indices=(signal.line_index,),
+        groups=dict(signal.values),
+        libraries=(lib,) if lib else (),
+        how="structure",
+    )
+
+
+MIN_WRAPPED_LITERAL = 24  # shorter phrases are not distinctive enough to match without their pattern
+
+
+def _wrapped_hit(
+    entry: FailureMode, paste: Paste, squeezed: tuple[str, tuple[int, ...]], shared: frozenset[str]
+) -> Hit | None:
+    """An entry whose pattern did not match, but whose long, distinctive literal phrase is in the text once
+    whitespace is ignored (lines wrapped at any column, extra or missing spaces)."""
+    text, starts = squeezed
+    for prefilter in entry.prefilters:
+        if prefilter is None or prefilter.literal.lower() in shared:
+            continue
+        phrase = squeeze(prefilter.literal)
+        if len(phrase) < MIN_WRAPPED_LITERAL or prefilter.admits(paste.joined, paste.lowered):
+            continue  # too short to stand alone, or intact in the text (then the pattern failed for a reason)
+        at = text.find(phrase)
+        if at < 0:
+            continue
+        first = max(bisect.bisect_right(starts, at) - 1, 0)
+        last = max(bisect.bisect_right(starts, at + len(phrase) - 1) - 1, first)
+        return Hit(
+            entry=entry,
+            position=paste.starts[first] if paste.starts else 0,
+            line=" ".join(paste.lines[first : last + 1]),
+            line_indices=tuple(range(first, last + 1)),
+            groups={},
+            libraries=(),
+            how="wrapped text",
         )
-        hits.append(
-            Hit(
-                entry=entry,
-                position=first.start(),
-                line=" ".join(lines[first_line : last_line + 1]) if lines else "",
-                line_indices=tuple(covered),
-                groups=groups,
-                libraries=tuple(libraries),
-            )
-        )
-    specific_lines = {i for h in hits if not h.entry.generic for i in h.line_indices}
-    hits = [h for h in hits if not (h.entry.generic and specific_lines & set(h.line_indices))]
-    return tuple(sorted(hits, key=_rank_key))
+    return None
 
 
 def _rank_key(hit: Hit) -> tuple[int, int, int]:
