@@ -14,7 +14,8 @@ from ortgpu.knowledge.base import KnowledgeBase
 from ortgpu.knowledge.matcher import find_hits, normalise
 
 KB = load_knowledge_base()
-BUDGET_S = 2.0  # for a full megabyte through `explain`
+BUDGET_S = 2.0  # CPU seconds for a full megabyte through `explain` (CPU time: other processes on a shared box
+# do not count against it; a quadratic pattern costs minutes either way)
 PATTERN_ATTACK_CHARS = 40_000  # a quadratic pattern takes tens of seconds at this size, a linear one milliseconds
 PATTERN_BUDGET_S = 0.75
 
@@ -39,15 +40,26 @@ WHOLE_PIPELINE_ATTACKS = {
     "many wrapped lines of one width": lambda n: _fill("x" * 79 + "\n", n),
     "path separators": lambda n: _fill("C:\\a\\", n),
     "python frames": lambda n: _fill('  File "x", line 1, in ', n),
+    # the structural extractors' own anchors, repeated without what completes them
+    "loader phrases without a library": lambda n: _fill('depends on "Could not load library Unable to load ', n),
+    "library names without a failure": lambda n: _fill("libcublasLt.so.12 cudnn64_9.dll ", n),
+    "cuDNN statuses": lambda n: _fill("CUDNN failure 1: CUDNN_STATUS_", n),
+    "failing nodes without a name": lambda n: _fill("while running Conv node. Name:'", n),
+    "provider choices": lambda n: _fill("choose from 'cpu', ", n),
+    "provider lists": lambda n: _fill("available ['CPUExecutionProvider', ", n),
+    "fp16 numbers": lambda n: _fill("fp16 nan 65,504,000 ", n),
+    "package listings": lambda n: _fill("pip install onnxruntime onnxruntime-gpu ", n),
+    "NUL-interleaved UTF-16 text": lambda n: _fill("E\x00r\x00r\x00o\x00r\x00 \x00", n),
+    "localised loader messages": lambda n: _fill("共有オブジェクトファイルを開けません", n),
 }
 
 
 @pytest.mark.parametrize("name", sorted(WHOLE_PIPELINE_ATTACKS))
 def test_a_megabyte_of_hostile_text_is_explained_within_the_budget(name: str) -> None:
     text = WHOLE_PIPELINE_ATTACKS[name](MAX_TEXT_CHARS)
-    start = time.perf_counter()
+    start = time.process_time()
     explain(text)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert elapsed < BUDGET_S, f"{name}: {elapsed:.1f} s for {len(text):,} characters"
 
 
@@ -70,9 +82,9 @@ def test_no_pattern_backtracks_on_repeated_near_misses(entry) -> None:
     single = KnowledgeBase((entry,))
     for unit in _near_misses(entry):
         text = _fill(unit, PATTERN_ATTACK_CHARS)
-        start = time.perf_counter()
+        start = time.process_time()
         find_hits(text, single)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         assert elapsed < PATTERN_BUDGET_S, f"{entry.id}: {elapsed:.2f} s on {unit[:40]!r} x {len(text) // len(unit)}"
 
 

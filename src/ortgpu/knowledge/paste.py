@@ -70,12 +70,13 @@ def _bounded(line: str) -> list[str]:
     if len(line) > MAX_TOKEN_CHARS:
         line = _LONG_TOKEN.sub(lambda m: m.group(0)[:MAX_TOKEN_CHARS], line)
     pieces: list[str] = []
-    while len(line) > MAX_LINE_CHARS:
-        cut = line.rfind(" ", MAX_LINE_CHARS // 2, MAX_LINE_CHARS)
-        cut = cut if cut > 0 else MAX_LINE_CHARS
-        pieces.append(line[:cut])
-        line = line[cut:]
-    pieces.append(line)
+    start = 0
+    while len(line) - start > MAX_LINE_CHARS:
+        cut = line.rfind(" ", start + MAX_LINE_CHARS // 2, start + MAX_LINE_CHARS)
+        cut = cut if cut > start else start + MAX_LINE_CHARS
+        pieces.append(line[start:cut])
+        start = cut
+    pieces.append(line[start:])
     return pieces
 
 
@@ -93,8 +94,8 @@ def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
     raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
     out: list[str] = []
     after_frame = False
-    for line in raw:
-        if _PY_FRAME.match(line):
+    for line in raw:  # each substitution only where its anchor is (a paste can be 40,000 lines)
+        if 'File "' in line and _PY_FRAME.match(line):
             after_frame = True
             continue
         if after_frame and line[:1].isspace():  # the source line Python echoes under a frame
@@ -103,14 +104,16 @@ def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
         after_frame = False
         if _PY_NOISE.match(line):
             continue
-        for pattern in _TIMESTAMPS:
-            line = pattern.sub("", line)
-        if "onnxruntime:" in line:
-            origins.update(m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1))
-            line = _ORT_LOG_PREFIX.sub("", line)
-        line = _SOURCE_POSITION.sub(r"\1", line)
-        line = _HOSTNAME.sub("hostname=<host>", line)
-        line = _SPACES.sub(" ", line).strip()
+        if ":" in line:
+            for pattern in _TIMESTAMPS:
+                line = pattern.sub("", line)
+            if "onnxruntime:" in line:
+                origins.update(m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1))
+                line = _ORT_LOG_PREFIX.sub("", line)
+            line = _SOURCE_POSITION.sub(r"\1", line)
+        if "hostname=" in line:
+            line = _HOSTNAME.sub("hostname=<host>", line)
+        line = (_SPACES.sub(" ", line) if "  " in line or "\t" in line else line).strip()
         if line:
             out.append(line)
     return tuple(out), frozenset(origins)

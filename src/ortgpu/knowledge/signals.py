@@ -79,17 +79,27 @@ _LIB = r"[\w.+-]{1,120}?\.(?:dll|so(?:\.\d{1,6}){0,4})\b"
 _START = r"(?<![\w.+-])"  # a library name starts at a word edge or right after a path separator
 # In order of trust: the loader's own "X: cannot open shared object file", Windows' "depends on X which is missing",
 # then the wordings of cuDNN, .NET, Java, ctypes and people describing what they saw.
-_LIBRARY_FAILURES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        rf"{_START}(?P<lib>{_LIB})\s{{0,3}}:\s{{0,3}}cannot open shared object file",
-        r"depends on \\?[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)\\?[\"']? which is missing",
-        r"LoadLibrary\(?\)?\s{0,3}:?\s{0,3}[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)[\"']? not found",
-        rf"Unable to (?:load|open|dlopen|find)(?: DLL| library| shared library)?:?\s{{0,3}}[\"']?(?P<lib>{_LIB})",
-        rf"Could not (?:locate|load library|find|load|open)\s{{1,3}}[\"']?(?P<lib>{_LIB})",
-        rf"(?:cannot|can't|failed to|unable to) (?:load|find|locate|open) [\"']?(?P<lib>{_LIB})",
-        rf"{_START}(?P<lib>{_LIB})[\"']?[^\n]{{0,60}}?\b(?:cannot be (?:located|found|loaded)|could not be "
-        r"(?:located|found|loaded)|is missing|was not found|not found|is not found)",
+_FAILURE_WORDS = ("cannot", "can't", "could not", "unable", "failed", "missing", "not found", "which is missing")
+_LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), needs)
+    for p, needs in (
+        (rf"{_START}(?P<lib>{_LIB})\s{{0,3}}:\s{{0,3}}cannot open shared object file", ("cannot open shared object",)),
+        (
+            r"depends on \\?[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)\\?[\"']? which is missing",
+            ("which is missing",),
+        ),
+        (r"LoadLibrary\(?\)?\s{0,3}:?\s{0,3}[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)[\"']? not found", ("not found",)),
+        (
+            rf"Unable to (?:load|open|dlopen|find)(?: DLL| library| shared library)?:?\s{{0,3}}[\"']?(?P<lib>{_LIB})",
+            ("unable to",),
+        ),
+        (rf"Could not (?:locate|load library|find|load|open)\s{{1,3}}[\"']?(?P<lib>{_LIB})", ("could not",)),
+        (rf"(?:cannot|can't|failed to|unable to) (?:load|find|locate|open) [\"']?(?P<lib>{_LIB})", _FAILURE_WORDS),
+        (
+            rf"{_START}(?P<lib>{_LIB})[\"']?[^\n]{{0,60}}?\b(?:cannot be (?:located|found|loaded)|could not be "
+            r"(?:located|found|loaded)|is missing|was not found|not found|is not found)",
+            ("cannot be", "could not be", "missing", "not found"),
+        ),
     )
 )
 _LIBRARY_HINT = re.compile(r"\.so\b|\.so\.\d|\.dll\b", re.IGNORECASE)
@@ -109,7 +119,10 @@ def _missing_libraries(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if not _LIBRARY_HINT.search(line):
             continue
-        for pattern in _LIBRARY_FAILURES:
+        low = line.lower()
+        for pattern, needs in _LIBRARY_FAILURES:
+            if not any(n in low for n in needs):
+                continue
             m = pattern.search(line)
             if m is None:
                 continue
@@ -332,9 +345,10 @@ _BAD_VALUES = re.compile(
     r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519", re.IGNORECASE
 )
 _BIG_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3}){1,4}|\d{5,12})(?:\.\d+)?(?![\w,])")
-_OVERFLOW_OPS = re.compile(
-    r"\b(ReduceMean|ReduceSum|ReduceSumSquare|ReduceL2|Pow|Softmax|LayerNormalization|SimplifiedLayerNormalization|"
-    r"SkipLayerNormalization|Exp|Sqrt|MatMul|Gemm|Erf|Div|InstanceNormalization|GroupNorm)\b"
+_OVERFLOW_OPS = re.compile(  # op names as ONNX writes them, also inside node names ("/norm/ReduceSum_output_0")
+    r"(?<![A-Za-z])(ReduceSumSquare|ReduceMean|ReduceSum|ReduceL2|Pow|Softmax|SimplifiedLayerNormalization|"
+    r"SkipLayerNormalization|LayerNormalization|Exp|Sqrt|MatMul|Gemm|Erf|Div|InstanceNormalization|GroupNorm)"
+    r"(?![a-z])"
 )
 FP16_MAX = 65504
 
