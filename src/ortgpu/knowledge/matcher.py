@@ -94,12 +94,19 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
         entry = _claimant(kb, signal)
         if entry is not None:
             hits[entry.id] = _with_signal(hits.get(entry.id), entry, signal, paste)
+    head = _head(paste)
+    glued: Paste | None = None
     squeezed: tuple[str, tuple[int, ...]] | None = None
     for entry in kb.matchable:
         if entry.id in hits or not entry.patterns:
             continue
-        squeezed = squeezed or paste.squeezed
-        hit = _wrapped_hit(entry, paste, squeezed, kb.shared_literals)
+        glued = glued or _glued(head)
+        hit = _pattern_hit(entry, head, glued)  # lines a terminal broke in the middle of a word
+        if hit is not None:
+            hits[entry.id] = hit
+            continue
+        squeezed = squeezed or head.squeezed
+        hit = _wrapped_hit(entry, head, squeezed, kb.shared_literals)
         if hit is not None:
             hits[entry.id] = hit
     found = list(hits.values())
@@ -108,8 +115,9 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
     return tuple(sorted(found, key=_rank_key))
 
 
-def _pattern_hit(entry: FailureMode, paste: Paste) -> Hit | None:
-    matches = _matches(entry, paste)
+def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -> Hit | None:
+    """The entry's pattern matches in the paste (or, given `glued`, in the paste's lines joined without breaks)."""
+    matches = _matches(entry, glued or paste)
     if not matches:
         return None
     groups: dict[str, str] = {}
@@ -120,23 +128,24 @@ def _pattern_hit(entry: FailureMode, paste: Paste) -> Hit | None:
                 groups.setdefault(name, value)
                 if name == "lib" and value not in libraries:
                     libraries.append(value)
+
+    def line_of(offset: int) -> int:
+        return paste.line_index(_unglue(paste, offset) if glued is not None else offset)
+
     first = matches[0]
-    first_line = paste.line_index(first.start())
-    last_line = paste.line_index(max(first.end() - 1, first.start()))
+    first_line = line_of(first.start())
+    last_line = line_of(max(first.end() - 1, first.start()))
     covered = sorted(
-        {
-            i
-            for m in matches
-            for i in range(paste.line_index(m.start()), paste.line_index(max(m.end() - 1, m.start())) + 1)
-        }
+        {i for m in matches for i in range(line_of(m.start()), line_of(max(m.end() - 1, m.start())) + 1)}
     )
     return Hit(
         entry=entry,
-        position=first.start(),
+        position=paste.starts[first_line] if glued is not None else first.start(),
         line=" ".join(paste.lines[first_line : last_line + 1]) if paste.lines else "",
         line_indices=tuple(covered),
         groups=groups,
         libraries=tuple(libraries),
+        how="pattern" if glued is None else "wrapped text",
     )
 
 
@@ -168,6 +177,34 @@ def _with_signal(hit: Hit | None, entry: FailureMode, signal: Signal, paste: Pas
         libraries=(lib,) if lib else (),
         how="structure",
     )
+
+
+WRAP_REPAIR_CHARS = 65_536  # wrapped messages are pasted from a screen: repair the first 64 KB, not a whole log
+
+
+def _head(paste: Paste) -> Paste:
+    """The first lines of the paste, up to WRAP_REPAIR_CHARS."""
+    if len(paste.joined) <= WRAP_REPAIR_CHARS:
+        return paste
+    count = max(bisect.bisect_right(paste.starts, WRAP_REPAIR_CHARS) - 1, 1)
+    lines = paste.lines[:count]
+    joined = "\n".join(lines)
+    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins)
+
+
+def _glued(paste: Paste) -> Paste:
+    """The paste's lines joined with nothing between them: one line, as the terminal had it before wrapping."""
+    text = "".join(paste.lines)
+    return Paste((text,), text, text.lower(), (0,))
+
+
+def _unglue(paste: Paste, offset: int) -> int:
+    """An offset in the glued text as an offset in paste.joined (which has a newline after each line)."""
+    return offset + max(bisect.bisect_right(_glued_starts(paste), offset) - 1, 0)
+
+
+def _glued_starts(paste: Paste) -> list[int]:
+    return [start - index for index, start in enumerate(paste.starts)]
 
 
 MIN_WRAPPED_LITERAL = 24  # shorter phrases are not distinctive enough to match without their pattern
