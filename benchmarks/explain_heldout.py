@@ -88,17 +88,24 @@ def _markdown(doc: dict) -> str:
         f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: `benchmarks/data/explain_pastes.json` "
         f"({doc['pastes']} pastes from {doc['projects']} projects, split with seed {doc['seed']}).",
         "",
+        *[f"- {note}" for note in doc.get("notes", [])],
+        "",
+        "Now (the code at this commit):",
+        "",
         "| split | pastes | diagnosed | accuracy | not recognised |",
         "|---|---|---|---|---|",
     ]
     for split in ("dev", "heldout"):
         p = s[split]
         lines.append(f"| {split} | {p['n']} | {p['correct']} | {p['accuracy']:.1%} | {p['not_recognised']} |")
+    looked = [r["id"] for r in doc["rows"] if r.get("looked_at")]
+    if looked:
+        p = s["heldout_never_looked_at"]
+        lines.append(f"| held-out never looked at | {p['n']} | {p['correct']} | {p['accuracy']:.1%} | |")
+        lines += ["", f"Held-out pastes looked at after a measurement (no longer unseen): {', '.join(looked)}."]
     lines += ["", "Held-out by class:", "", "| class | diagnosed / pastes |", "|---|---|"]
     for cls, v in s["heldout"]["by_class"].items():
         lines.append(f"| {cls} | {v['correct']} / {v['n']} |")
-    if doc.get("notes"):
-        lines += ["", *doc["notes"]]
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="folder for the JSON and markdown record (needs --heldout)")
     parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--note", action="append", default=[], help="a line for the record's notes (repeatable)")
+    parser.add_argument(
+        "--looked",
+        default="",
+        help="comma-separated held-out ids whose results were looked at (and acted on) after a measurement: "
+        "they no longer count as unseen",
+    )
     args = parser.parse_args(argv)
 
     data = json.loads(DATA.read_text(encoding="utf-8"))
@@ -115,7 +128,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out records the final measurement: add --heldout")
     pastes = [p for p in data["pastes"] if args.heldout or p["split"] == "dev"]
     rows = evaluate(pastes)
+    looked = {i.strip() for i in args.looked.split(",") if i.strip()}
+    for r in rows:
+        r["looked_at"] = r["id"] in looked
     summary = summarise(rows)
+    unseen = [r for r in rows if r["split"] == "heldout" and not r["looked_at"]]
+    if unseen:
+        right = sum(r["correct"] for r in unseen)
+        summary["heldout_never_looked_at"] = {
+            "n": len(unseen),
+            "correct": right,
+            "accuracy": round(right / len(unseen), 4),
+        }
     for r in rows:
         if r["split"] == "dev":
             mark = "ok  " if r["correct"] else "MISS"
@@ -123,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     for split in ("dev", "heldout") if args.heldout else ("dev",):
         p = summary[split]
         print(f"{split}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
+    if looked and "heldout_never_looked_at" in summary:
+        p = summary["heldout_never_looked_at"]
+        print(f"heldout never looked at: {p['correct']}/{p['n']} = {p['accuracy']:.1%}")
     if args.out:
         doc = {
             "schema": "ortgpu.bench-explain-heldout/v1",

@@ -269,3 +269,31 @@ def test_dev_pastes_get_their_expected_diagnosis(paste: dict) -> None:
     hits = find_hits(paste["text"])
     assert hits, paste["source"]
     assert hits[0].entry.id in {_NEW.get(e, e) for e in paste["expected"]}, paste["source"]
+
+
+# ---------------------------------------------------------------- rules added after the held-out measurement
+
+
+def test_an_apps_not_available_check_is_the_cpu_package() -> None:
+    assert _top("Detector error: TensorrtExecutionProvider is not avaliable in onnxruntime")[0] == "FM-02"
+
+
+def test_a_library_named_after_missing() -> None:
+    assert _top("the TensorRT provider fails because of the missing 'libnvinfer.so.10' in the container") == (
+        "FM-58",
+        "libnvinfer.so.10",
+    )
+
+
+def test_the_available_list_is_read_apart_from_the_requested_provider() -> None:
+    text = (
+        "ValueError: Asked to use TensorrtExecutionProvider, but the available execution providers are "
+        "['CPUExecutionProvider']."
+    )
+    assert _top(text)[0] == "FM-02"
+
+
+def test_the_bare_error_126_line_is_the_cuda_provider_dll() -> None:
+    assert _top("FAIL : LoadLibrary failed with error 126")[0] == "FM-21"
+    tensorrt = 'LoadLibrary failed with error 126 "" when trying to load "C:\\x\\onnxruntime_providers_tensorrt.dll"'
+    assert _top(tensorrt)[0] == "FM-59"

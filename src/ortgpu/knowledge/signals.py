@@ -95,6 +95,7 @@ _LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
         (rf"Could not (?:locate|load library|find|load|open)\s{{1,3}}[\"']?(?P<lib>{_LIB})", ("could not",)),
         (rf"(?:cannot|can't|failed to|unable to) (?:load|find|locate|open) [\"']?(?P<lib>{_LIB})", _FAILURE_WORDS),
+        (rf"\b(?:missing|without)\s{{1,3}}[`\"']?(?P<lib>{_LIB})", ("missing", "without")),
         (
             rf"{_START}(?P<lib>{_LIB})[\"']?[^\n]{{0,60}}?\b(?:cannot be (?:located|found|loaded)|could not be "
             r"(?:located|found|loaded)|is missing|was not found|not found|is not found)",
@@ -154,6 +155,11 @@ def _library_signal(lib: str, index: int, position: int) -> Signal:
 
 _PROVIDER_NAME = re.compile(r"(?<![A-Za-z])(\w{2,30}?)ExecutionProvider\b")
 _CPU_SIDE = {"CPU", "Azure"}
+_LIST = re.compile(r"\[[^\[\]\n]{1,400}\]|'[^'\n]{1,400}'")
+# "CUDAExecutionProvider is not available" is what apps print after checking get_available_providers()
+_NOT_AVAILABLE = re.compile(
+    r"(?:CUDA|Tensorrt)ExecutionProvider['\"]?\s{1,3}(?:is\s{1,3})?not\s{1,3}ava\w{0,5}ble", re.IGNORECASE
+)
 _AVAILABILITY = re.compile(r"available|get_available_providers|get_device\(\)", re.IGNORECASE)
 _CHOICES = re.compile(r"choose from ((?:'[\w-]{1,30}'(?:, ?)?){1,12})", re.IGNORECASE)
 _GPU_CHOICE = re.compile(r"cuda|tensorrt|gpu|rocm|dml|directml|migraphx|openvino", re.IGNORECASE)
@@ -162,22 +168,43 @@ _PLAIN_CPU_INSTALL = re.compile(r"pip3? install (?:-U |--upgrade )?onnxruntime(?
 _ONLY_CPU = re.compile(r"\bcpu\b", re.IGNORECASE)
 
 
+def _provider_lists(line: str) -> Iterator[tuple[int, list[str]]]:
+    """Each list of provider names in a line (`[...]`, `'A, B'`, or the whole line), with where it starts."""
+    found = False
+    for m in itertools.islice(_LIST.finditer(line), 8):
+        names = _PROVIDER_NAME.findall(m.group(0))
+        if names:
+            found = True
+            yield m.start(), names
+    if not found:
+        names = _PROVIDER_NAME.findall(line)
+        if names:
+            yield 0, names
+
+
 def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
     lines = paste.lines
     for index, line in enumerate(lines):
-        names: list[str] = []
         if "ExecutionProvider" in line:
-            names = _PROVIDER_NAME.findall(line)
-        if names and set(names) <= _CPU_SIDE and "CPU" in names:
             previous = lines[index - 1] if index else ""
             listing_only = line.lstrip()[:1] in "[('\""  # a REPL result line: its context is the line above
-            if _AVAILABILITY.search(line) or (listing_only and _AVAILABILITY.search(previous)):
+            hit = None
+            for at, names in _provider_lists(line):
+                if not (set(names) <= _CPU_SIDE and "CPU" in names):
+                    continue
+                context = line[max(0, at - 80) : at + 1]  # what the line says about this list
+                if _AVAILABILITY.search(context) or (listing_only and _AVAILABILITY.search(previous)):
+                    hit = names
+                    break
+            if hit is None and _NOT_AVAILABLE.search(line):
+                hit = ["CPU"]  # an app's own check: the GPU provider is not among the available ones
+            if hit is not None:
                 yield Signal(
                     SignalKind.CPU_ONLY_PROVIDERS,
                     index,
                     paste.starts[index],
                     {},
-                    {"providers": ", ".join(dict.fromkeys(names))},
+                    {"providers": ", ".join(dict.fromkeys(hit))},
                 )
                 continue
         choices = _CHOICES.search(line)
