@@ -35,8 +35,9 @@ from ortgpu.check.result import (
     verdict_line,
 )
 from ortgpu.config import Config, ExecutionProvider
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.placement import PlacementReport
+from ortgpu.session.failures import RunFailedError
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,13 +156,17 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     reference = _load_reference(request.reference, model) if request.reference is not None else None
     _check_output_path(request.save_outputs)
     report("making inputs", 0.05)
-    inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
-    if request.package is not None:
-        from ortgpu.check.package import run_through_package
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    inputs = make_inputs(model, spec)
+    try:
+        if request.package is not None:
+            from ortgpu.check.package import run_through_package
 
-        executed = run_through_package(request, request.package, model, inputs.feeds, report)
-    else:
-        executed = _run_through_wheel(request, model, inputs.feeds, report)
+            executed = run_through_package(request, request.package, model, inputs.feeds, report)
+        else:
+            executed = _run_through_wheel(request, model, inputs.feeds, report)
+    except RunFailedError as exc:
+        raise _name_the_inputs(exc, model, inputs, spec) from None
 
     report("comparing outputs", 0.8)
     parity = _parity(request, executed, reference)
@@ -202,6 +207,25 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
     )
+
+
+def _name_the_inputs(exc: RunFailedError, model: ModelInfo, inputs: ResolvedInputs, spec: InputSpec) -> OrtgpuError:
+    """A run failure traced from the node ORT names to the model inputs it reads: generated ones get the flags that
+    replace them (exit 2), values from --inputs are named (exit 1); otherwise the error as it was."""
+    from ortgpu.model.culprits import explain_run_failure
+    from ortgpu.model.inputs import DEFAULT_FLOAT_RANGE, DEFAULT_INT_RANGE, InputError
+
+    dtypes = {i.name: i.dtype for i in model.inputs}
+    ranges = {
+        name: spec.ranges.get(name, DEFAULT_INT_RANGE if dtype.startswith(("int", "uint")) else DEFAULT_FLOAT_RANGE)
+        for name, dtype in dtypes.items()
+    }
+    culprit = explain_run_failure(exc.message, model.path, dtypes, inputs.sources, ranges, inputs.shapes)
+    if culprit is None:
+        return exc
+    if culprit.generated_only:
+        return InputError(culprit.message, culprit.hint)
+    return RunFailedError(culprit.message, culprit.hint)
 
 
 def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
