@@ -191,6 +191,13 @@ class CaseComparison:
     noise_ms: float  # the baseline's own spread (MAD x 1.4826: a standard deviation that stalls do not inflate)
     verdict: Verdict
     reasons: tuple[str, ...] = ()
+    # the statistical test on the latencies both runs kept (method "none": an old baseline without them)
+    method: str = "none"
+    shift: float | None = None  # median(new) / median(baseline) - 1
+    shift_ci: tuple[float, float] | None = None  # 95% bootstrap interval of the shift
+    p_value: float | None = None  # one-sided Mann-Whitney U, new slower than the baseline
+    confidence: float | None = None  # bootstrap probability that the shift exceeds max_regression
+    remeasured: tuple[float, ...] = ()  # shifts of re-measures of a case that first looked regressed
 
 
 @dataclass(frozen=True)

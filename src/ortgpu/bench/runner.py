@@ -13,14 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.bench.modes import BenchMode, Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.result import (
+    BaselineComparison,
     BenchCase,
     BenchResult,
     BenchSettings,
+    CaseKey,
     CaseStatus,
     ColdStart,
     Hint,
     HintKind,
     ModelSummary,
+    Verdict,
     WarmupReport,
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
@@ -953,6 +956,53 @@ def _measure_through_wheel(
     return Measured(ep, ep_reason, auto_ep, tuple(cases), interrupted, environment)
 
 
+def _remeasure(
+    request: BenchRequest,
+    config: Config,
+    model: ModelInfo,
+    by_batch: Mapping[int, _Shapes],
+    comparison: BaselineComparison,
+    tell: Progress,
+) -> dict[CaseKey, BenchCase]:
+    """Measure each regressed case once more, the same way (its own request, no save, report or baseline)."""
+    from ortgpu.config import ExecutionProvider
+
+    again: dict[CaseKey, BenchCase] = {}
+    for compared in comparison.cases:
+        if compared.verdict is not Verdict.REGRESSED:
+            continue
+        key = compared.key
+        one = dataclasses.replace(
+            request,
+            ep=ExecutionProvider(key.ep),
+            modes=(BenchMode(key.mode),),
+            all_modes=False,
+            batches=(key.batch,),
+            concurrency=(key.concurrency,),
+            sessions=key.sessions,
+            compare_cpu=False,
+            save=None,
+            report=None,
+            baseline=None,
+        )
+        tell(f"re-measuring {key.label}: it looked regressed", None)
+        shapes = {key.batch: by_batch[key.batch]}
+        if request.package is None:
+            measured = _measure_through_wheel(one, config, model, shapes, one.ep, "re-measure", False, _quiet)
+        else:
+            from ortgpu.bench.package import measure_through_package
+
+            measured = measure_through_package(one, request.package, config, model, shapes, _quiet)
+        found = [c for c in measured.cases if c.key == key and c.measured]
+        if found:
+            again[key] = found[0]
+    return again
+
+
+def _quiet(message: str, fraction: float | None = None) -> None:
+    return None
+
+
 def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
     """Benchmark ``request.model``; see BenchRequest. Ctrl-C stops it early: the result then holds what finished
     and is marked interrupted. Writes ``request.save`` / ``request.report`` when given (atomically).
@@ -961,7 +1011,13 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     anything runs, ModeRefusedError / ProviderUnavailableError (exit 3) when this machine cannot do it. With
     ``request.package``: the library-location errors (exit 2) and ProviderLoadError (exit 3, ORT's own text).
     """
-    from ortgpu.bench.archive import check_same_model, compare_to_baseline, load_result, save_result
+    from ortgpu.bench.archive import (
+        check_same_model,
+        compare_to_baseline,
+        confirm_regressions,
+        load_result,
+        save_result,
+    )
     from ortgpu.check.run import merge_input_spec
     from ortgpu.config import ExecutionProvider, load_config
     from ortgpu.model.inspect import inspect_model
@@ -1036,9 +1092,11 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         package=measured.package,
     )
     if baseline is not None and result.measured_cases:
-        result = dataclasses.replace(
-            result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
-        )
+        comparison = compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
+        if comparison.regressed and not result.interrupted:  # a case that flips on a re-measure is not a regression
+            again = _remeasure(request, config, model, by_batch, comparison, tell)
+            comparison = confirm_regressions(comparison, again, baseline)
+        result = dataclasses.replace(result, comparison=comparison)
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
