@@ -103,3 +103,46 @@ def test_the_gate_result_round_trips_through_a_saved_file(tmp_path: Path, make_r
     now = _with_latencies(make_result(rows), {1: factor}, seed=2)
     result = dataclasses.replace(now, comparison=compare_to_baseline(now, base, tmp_path / "b.json", 0.10))
     assert load_result(save_result(result, tmp_path / "r.json")) == result
+
+
+def _with_cpu(result, wall_factor: float, cpu_factor: float, seed: int, share: float):
+    cases = []
+    for i, case in enumerate(result.cases):
+        wall = _draw(case.stats.p50_ms * wall_factor, seed + i, cv=0.1)
+        cpu = _draw(case.stats.p50_ms * cpu_factor, seed + 100 + i, n=40, cv=0.03)
+        cases.append(
+            dataclasses.replace(
+                case, timeline_ms=tuple(map(float, wall)), cpu_ms_per_run=tuple(map(float, cpu)), cpu_per_wall=share
+            )
+        )
+    return dataclasses.replace(result, cases=tuple(cases))
+
+
+def test_on_the_cpu_ep_a_busy_machine_is_not_a_regression(tmp_path: Path, make_result) -> None:
+    rows = [("cpu", "run", 1, 4.0, 0.01)]
+    base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
+    busy = _with_cpu(make_result(rows), 1.4, 1.01, seed=2, share=0.6)  # wall +40%, the same CPU per run
+    compared = compare_to_baseline(busy, base, tmp_path / "b.json", 0.10).cases[0]
+    assert compared.verdict is Verdict.SAME and compared.method == "cpu time"
+    assert compared.shift is not None and compared.shift > 0.3  # the wall clock alone would have failed it
+    assert any("the machine was busy" in r for r in compared.reasons)
+    assert compared.cpu_share == (0.95, 0.6)
+
+
+def test_on_the_cpu_ep_runs_that_cost_more_cpu_are_a_regression(tmp_path: Path, make_result) -> None:
+    rows = [("cpu", "run", 1, 4.0, 0.01)]
+    base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
+    slower = _with_cpu(make_result(rows), 1.15, 1.15, seed=3, share=0.95)
+    compared = compare_to_baseline(slower, base, tmp_path / "b.json", 0.10).cases[0]
+    assert compared.verdict is Verdict.REGRESSED
+    assert compared.cpu_shift is not None and 0.1 < compared.cpu_shift < 0.2 and compared.cpu_p_value < 0.01
+    assert any("CPU time per run" in r for r in compared.reasons)
+
+
+def test_a_bench_run_keeps_its_cpu_time_per_run(tiny_model: Path) -> None:
+    from ortgpu.bench.runner import BenchRequest, run_bench
+    from ortgpu.config import ExecutionProvider
+
+    case = run_bench(BenchRequest(model=tiny_model, ep=ExecutionProvider.CPU, duration_s=0.5)).cases[0]
+    assert len(case.cpu_ms_per_run) >= 8 and all(v > 0 for v in case.cpu_ms_per_run)
+    assert case.cpu_per_wall is not None and case.cpu_per_wall > 0

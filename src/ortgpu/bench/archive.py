@@ -87,11 +87,15 @@ def _library(result: BenchResult) -> str:
 
 
 def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseComparison:
-    """One case against the baseline's. With latencies on both sides (the samples a run keeps, or an old file's
-    percentiles) a case regresses when its median is more than ``threshold`` slower AND a one-sided Mann-Whitney U
-    test says it really is slower (p < ALPHA); without them, when p50 grew by more than ``threshold`` and by more
-    than the baseline's own spread. p95 is reported, not gated: the tail is what a busy machine moves first."""
-    from ortgpu.bench.stats import ALPHA, kept_latencies, shift_test
+    """One case against the baseline's.
+
+    With latencies on both sides (the samples a run keeps, or an old file's percentiles) a case regresses when its
+    median is more than ``threshold`` slower AND a one-sided Mann-Whitney U test says it really is slower
+    (p < ALPHA); without them, when p50 grew by more than ``threshold`` and by more than the baseline's own spread.
+    On the CPU EP, when both runs kept their CPU time per run, that decides instead of the wall clock: a model that
+    got slower costs more CPU per run, a busy machine only stretches the wall time. p95 is reported, not gated.
+    """
+    from ortgpu.bench.stats import ALPHA, MIN_CPU_CHUNKS, kept_latencies, shift_test
 
     if case.stats is None or base.stats is None:
         raise ValueError(f"{case.key.label}: only measured cases can be compared")
@@ -100,6 +104,9 @@ def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseCom
     old_ms, old_method = kept_latencies(base.timeline_ms, old.quantiles_ms)
     new_ms, _ = kept_latencies(case.timeline_ms, new.quantiles_ms)
     test = shift_test(old_ms, new_ms, threshold) if old_ms and new_ms else None
+    cpu = None
+    if case.ep.value == "cpu":
+        cpu = shift_test(base.cpu_ms_per_run, case.cpu_ms_per_run, threshold, min_samples=MIN_CPU_CHUNKS)
     reasons: list[str] = []
     p50_rel = (new.p50_ms - old.p50_ms) / old.p50_ms if old.p50_ms > 0 else 0.0
     p95_rel = (new.p95_ms - old.p95_ms) / old.p95_ms if old.p95_ms > 0 else 0.0
@@ -127,9 +134,30 @@ def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseCom
         elif p50_rel > threshold:
             reasons.append(f"p50 +{p50_rel:.1%} is within the baseline's own spread ({noise:.3f} ms): not counted")
         reasons.append("the baseline carries no latencies to test against: decided on the threshold and spread only")
+    share = _cpu_share(case, base)
+    if cpu is not None:
+        cpu_regressed = cpu.shift > threshold and cpu.p_slower < ALPHA
+        cpu_improved = -cpu.shift > threshold and cpu.p_faster < ALPHA
+        if regressed and not cpu_regressed:
+            got = (
+                f" (this process got {share[1]:.2f} CPU-seconds per second, the baseline {share[0]:.2f})"
+                if share
+                else ""
+            )
+            reasons.append(
+                f"but the CPU time per run is {cpu.shift:+.1%} (p={cpu.p_slower:.2g}){got}: the machine was busy, "
+                "the model is not slower: not counted"
+            )
+        elif cpu_regressed:
+            reasons.append(
+                f"CPU time per run {cpu.shift:+.1%} (95% interval {cpu.ci_low:+.1%} to {cpu.ci_high:+.1%}, "
+                f"p={cpu.p_slower:.1g}): the runs cost more, whatever else the machine did"
+            )
+        regressed, improved = cpu_regressed, cpu_improved and not cpu_regressed
     if p95_rel > threshold and not regressed:
         reasons.append(f"p95 {old.p95_ms:.3f} -> {new.p95_ms:.3f} ms (+{p95_rel:.1%}): the tail grew (not gated)")
     verdict = Verdict.REGRESSED if regressed else Verdict.IMPROVED if improved else Verdict.SAME
+    decisive = cpu or test
     return CaseComparison(
         key=case.key,
         baseline_p50_ms=old.p50_ms,
@@ -141,12 +169,23 @@ def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseCom
         noise_ms=noise,
         verdict=verdict,
         reasons=tuple(reasons),
-        method="none" if test is None else old_method,
+        method="cpu time" if cpu is not None else "none" if test is None else old_method,
         shift=None if test is None else test.shift,
         shift_ci=None if test is None else (test.ci_low, test.ci_high),
-        p_value=None if test is None else test.p_slower,
-        confidence=None if test is None else test.confidence,
+        p_value=None if decisive is None else decisive.p_slower,
+        confidence=None if decisive is None else decisive.confidence,
+        cpu_share=share,
+        cpu_shift=None if cpu is None else cpu.shift,
+        cpu_p_value=None if cpu is None else cpu.p_slower,
     )
+
+
+def _cpu_share(case: BenchCase, base: BenchCase) -> tuple[float, float] | None:
+    """Baseline and run CPU seconds per wall second, for CPU-EP cases where both are known (a GPU case's latency
+    is not the host's CPU time)."""
+    if case.ep.value != "cpu" or not case.cpu_per_wall or not base.cpu_per_wall:
+        return None
+    return base.cpu_per_wall, case.cpu_per_wall
 
 
 def confirm_regressions(
@@ -162,7 +201,8 @@ def confirm_regressions(
             cases.append(compared)
             continue
         second = _compare_case(again, base[compared.key], comparison.max_regression)
-        shifts = (*compared.remeasured, second.shift if second.shift is not None else second.p50_delta)
+        measured = second.cpu_shift if second.cpu_shift is not None else second.shift
+        shifts = (*compared.remeasured, measured if measured is not None else second.p50_delta)
         if second.verdict is Verdict.REGRESSED:
             note = f"confirmed by a re-measure ({shifts[-1]:+.1%})"
             cases.append(dataclasses.replace(compared, remeasured=shifts, reasons=(*compared.reasons, note)))

@@ -246,6 +246,24 @@ def _timed_chunk(step: Callable[[], Any], out: list[int], start: int, count: int
         raise _Interrupted(i - start) from None
 
 
+_CPU_SLICES = 8  # process CPU time is read this many times per chunk, between runs (never inside a timed run)
+
+
+def _timed_slices(
+    step: Callable[[], Any], out: list[int], start: int, count: int, cpu: list[tuple[int, int]]
+) -> None:
+    """``_timed_chunk`` in a few slices, appending (runs, process CPU ns) per slice to ``cpu``."""
+    size = max(1, math.ceil(count / _CPU_SLICES))
+    for first in range(0, count, size):
+        n = min(size, count - first)
+        before = time.process_time_ns()
+        try:
+            _timed_chunk(step, out, start + first, n)
+        except _Interrupted as exc:
+            raise _Interrupted(first + exc.done) from None
+        cpu.append((n, time.process_time_ns() - before))
+
+
 def _median(values: Sequence[int]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -290,6 +308,14 @@ class _Measurement:
     start_ns: int = 0
     end_ns: int = 0
     interrupted: bool = False
+    cpu_start_ns: int = 0  # process CPU time (all threads) at start and end: how much CPU the runs got
+    cpu_end_ns: int = 0
+    cpu_chunks: list[tuple[int, int]] = field(default_factory=list)  # (runs, process CPU ns) per timed slice
+
+    @property
+    def cpu_per_wall(self) -> float | None:
+        wall = self.end_ns - self.start_ns
+        return (self.cpu_end_ns - self.cpu_start_ns) / wall if wall > 0 and self.cpu_end_ns else None
 
 
 def _measure(
@@ -308,6 +334,7 @@ def _measure(
     if iterations is not None:
         samples.extend([0] * iterations)
     done = 0
+    result.cpu_start_ns = time.process_time_ns()
     result.start_ns = clock()
     deadline = result.start_ns + int(duration_s * 1e9)
     while True:
@@ -319,7 +346,7 @@ def _measure(
             count = chunk
             samples.extend([0] * count)
         try:
-            _timed_chunk(step, samples, done, count)
+            _timed_slices(step, samples, done, count, result.cpu_chunks)
         except _Interrupted as exc:
             done += exc.done
             result.interrupted = True
@@ -337,6 +364,7 @@ def _measure(
         if stop is not None and stop.is_set():
             break
     result.end_ns = clock()
+    result.cpu_end_ns = time.process_time_ns()
     del samples[done:]
     return result
 
@@ -589,6 +617,8 @@ class _CaseRun:
         if done:
             merged.start_ns = min(r.start_ns for r in done)
             merged.end_ns = max(r.end_ns for r in done)
+            merged.cpu_start_ns = min(r.cpu_start_ns for r in done)  # process-wide clock: the outer window
+            merged.cpu_end_ns = max(r.cpu_end_ns for r in done)
             for r in done:
                 merged.samples.extend(r.samples)
         return merged
@@ -697,6 +727,12 @@ def _run_case(
         gpu_memory_used_bytes=memory,
         provider_options=options,
         timeline_ms=_timeline(measurement.samples),
+        cpu_per_wall=measurement.cpu_per_wall,
+        # CPU time per run, slice by slice: what the runs cost whatever else the machine did (one thread only;
+        # with several, the process clock mixes their slices)
+        cpu_ms_per_run=tuple(ns / runs / 1e6 for runs, ns in measurement.cpu_chunks if runs)
+        if plan.concurrency == 1
+        else (),
     ), measurement.interrupted
 
 

@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "ALPHA",
     "CV_WARN",
+    "MIN_CPU_CHUNKS",
     "MIN_RUNS",
     "MIN_SAMPLES",
     "STALL_FACTOR",
@@ -149,6 +150,7 @@ def compute_stats(samples_ns: Sequence[int] | Any, batch: int, wall_s: float) ->
 
 ALPHA = 0.01  # one-sided Mann-Whitney U: how sure the new run is slower before a shift can count
 MIN_SAMPLES = 20  # fewer kept latencies than this on either side: no test, threshold only
+MIN_CPU_CHUNKS = 8  # CPU time per run is kept per slice of runs: at least this many slices a side to test it
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -184,16 +186,21 @@ def kept_latencies(timeline_ms: Sequence[float], quantiles_ms: Sequence[float]) 
 
 
 def shift_test(
-    baseline_ms: Sequence[float], new_ms: Sequence[float], threshold: float, *, seed: int = 0
+    baseline_ms: Sequence[float],
+    new_ms: Sequence[float],
+    threshold: float,
+    *,
+    seed: int = 0,
+    min_samples: int = MIN_SAMPLES,
 ) -> ShiftTest | None:
-    """Test whether ``new_ms`` is slower than ``baseline_ms`` (None when a side has fewer than MIN_SAMPLES)."""
+    """Test whether ``new_ms`` is slower than ``baseline_ms`` (None when a side has fewer than ``min_samples``)."""
     import numpy as np
     from scipy.stats import mannwhitneyu
 
     old = np.asarray(baseline_ms, dtype=np.float64)
     new = np.asarray(new_ms, dtype=np.float64)
     old, new = old[np.isfinite(old) & (old > 0)], new[np.isfinite(new) & (new > 0)]
-    if old.size < MIN_SAMPLES or new.size < MIN_SAMPLES:
+    if old.size < min_samples or new.size < min_samples:
         return None
     shift = float(np.median(new) / np.median(old) - 1.0)
     slower = mannwhitneyu(new, old, alternative="greater")
