@@ -20,8 +20,14 @@ __all__ = ["command", "render_doctor"]
     default=None,
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the child process that loads the CUDA provider and runs a session (the slow part on a GPU machine); "
+    "the report says what is then not verified.",
+)
 @json_option
-def command(package: Path | None, as_json: bool) -> int:
+def command(package: Path | None, quick: bool, as_json: bool) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
@@ -36,7 +42,7 @@ def command(package: Path | None, as_json: bool) -> int:
             return int(package_report.exit_code)
         from ortgpu.env.doctor import diagnose
 
-        report = diagnose(progress=progress)
+        report = diagnose(progress=progress, quick=quick)
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 

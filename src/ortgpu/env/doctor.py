@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,8 +161,11 @@ class _Checks:
         return min(failed, key=lambda c: _RANK.get(c.id.split(":")[0], 90), default=None)
 
 
-def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) -> DoctorReport:
-    """Diagnose this machine for running ONNX Runtime on an NVIDIA GPU with the CUDA EP."""
+def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, quick: bool = False) -> DoctorReport:
+    """Diagnose this machine for running ONNX Runtime on an NVIDIA GPU with the CUDA EP.
+
+    ``quick``: skip the child process that loads the CUDA provider and runs a session (the slowest part on a GPU
+    machine); the load-attempt check then says it was skipped, and the verdict rests on the static checks."""
     started = time.perf_counter()
     probes = probes or Probes()
     report = progress or (lambda message, fraction=None: None)
@@ -179,36 +183,53 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
 
     report("installed onnxruntime distributions", 0.15)
     dists = find_distributions(sys_path)
-    ort = (probes.ort_query or query_ort)(dists.module_dir)
+    # The independent probes at once: importing onnxruntime here, the child that loads the CUDA provider (a
+    # process of its own: CUDA context, a session), and the file reads and ELF parsing in this thread.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ortgpu-doctor") as pool:
+        ort_future = pool.submit(probes.ort_query or query_ort, dists.module_dir)
 
-    report("NVIDIA driver (NVML)", 0.3)
-    driver = query_driver(probes.nvml, environ)
-    loader_env = (
-        LoaderEnv.from_system(environ, probes.ldconfig_text, sys_path, root=probes.loader_root) if linux else None
-    )
+        report("NVIDIA driver (NVML)", 0.3)
+        driver = query_driver(probes.nvml, environ)
+        visible = map_visible_devices(
+            driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER")
+        )
+        gpu_usable = driver.present and bool(visible.devices)
+        early_capi = _cuda_capi(dists) if linux and not quick else None
+        early = None
+        if early_capi is not None:
+            report("loading the CUDA provider in a child process", 0.35)
+            early = pool.submit(_attempt, early_capi, probes, environ, gpu_usable, conv=False)
+        loader_env = (
+            LoaderEnv.from_system(environ, probes.ldconfig_text, sys_path, root=probes.loader_root) if linux else None
+        )
 
-    report("provider libraries and what they need", 0.4)
-    providers = _provider_libraries(dists, loader_env) if linux else ()
-    cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
-    requirements = _requirements(dists, ort, cuda_lib)
-    lazy = _lazy_libraries(requirements)
-    if cuda_lib and lazy and loader_env:
-        providers = _with_lazy(providers, lazy, loader_env)
-        cuda_lib = next(p for p in providers if p.provider == "cuda")
+        report("provider libraries and what they need", 0.4)
+        providers = _provider_libraries(dists, loader_env) if linux else ()
+        cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
+        ort = ort_future.result()
+        requirements = _requirements(dists, ort, cuda_lib)
+        lazy = _lazy_libraries(requirements)
+        if cuda_lib and lazy and loader_env:
+            providers = _with_lazy(providers, lazy, loader_env)
+            cuda_lib = next(p for p in providers if p.provider == "cuda")
 
-    libcuda = _resolve_libcuda(cuda_lib, loader_env) if loader_env else None
-    visible = map_visible_devices(driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
-    checks.add(host.glibc_check(plat, providers, requirements, dists))
-    for check in ort_checks.distribution_checks(dists, ort):
-        checks.add(check)
-    checks.add(ort_checks.ort_build_check(dists, ort))
-    for provider in providers:
-        checks.add(ort_checks.provider_check(provider, dists, ort, requirements))
+        libcuda = _resolve_libcuda(cuda_lib, loader_env) if loader_env else None
+        checks.add(host.glibc_check(plat, providers, requirements, dists))
+        for check in ort_checks.distribution_checks(dists, ort):
+            checks.add(check)
+        checks.add(ort_checks.ort_build_check(dists, ort))
+        for provider in providers:
+            checks.add(ort_checks.provider_check(provider, dists, ort, requirements))
 
-    report("loading the CUDA provider in a child process", 0.55)
-    gpu_usable = driver.present and bool(visible.devices)
-    attempt, preload_attempt = _load_attempts(cuda_lib, dists, probes, environ, gpu_usable)
-    checks.add(loading.load_check(cuda_lib, attempt, preload_attempt, gpu_usable))
+        first = early.result() if early is not None else None
+    attempt, preload_attempt = None, None
+    if quick and cuda_lib is not None:
+        checks.add(loading.skipped_check(cuda_lib))
+    else:
+        if first is not None and cuda_lib is not None and early_capi != cuda_lib.path.parent:
+            first = None  # the early child loaded another copy than the one diagnosed: load the right one
+        attempt, preload_attempt = _load_attempts(cuda_lib, probes, environ, gpu_usable, first)
+        checks.add(loading.load_check(cuda_lib, attempt, preload_attempt, gpu_usable))
     mapped = _mapped(attempt, providers, loader_env) if attempt and attempt.ok else ()
     if mapped:
         checks.add(loading.mapped_check(mapped))
@@ -411,36 +432,61 @@ def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderL
     return requirements_for(version, cuda_major)
 
 
+def _cuda_capi(dists: DistributionsReport) -> Path | None:
+    """The capi folder whose CUDA provider the diagnosis will look at (the same order as _provider_libraries)."""
+    return next((c for c, _ in _capi_dirs(dists) if (c / "libonnxruntime_providers_cuda.so").is_file()), None)
+
+
+def _attempt(
+    capi: Path, probes: Probes, environ: Mapping[str, str], gpu_usable: bool, *, conv: bool, preload: bool = False
+) -> LoadAttempt:
+    """The child that loads this capi's CUDA provider and, on a usable GPU, runs a session: one Add unless
+    ``conv`` (a Conv, so cuDNN is loaded and initialised as well)."""
+    return probes.load(
+        provider_libraries(capi, "cuda"),
+        session=gpu_usable,
+        module_parent=capi.parent.parent,
+        preload=preload,
+        env=environ,
+        timeout_s=probes.load_timeout_s,
+        conv=conv,
+    )
+
+
+def _cudnn_needs_a_look(cuda_lib: ProviderLibrary) -> bool:
+    """Whether the session should load cuDNN too: when the static resolution cannot say which cuDNN ORT gets (not
+    found, only in pip packages, another major, or a second copy the loader can reach)."""
+    for need in cuda_lib.needs:
+        if not need.soname.startswith("libcudnn"):
+            continue
+        if need.status is not LibStatus.FOUND:
+            return True
+        if any(c.source is not Source.NVIDIA_PIP for c in need.also_at):
+            return True
+    return False
+
+
 def _load_attempts(
     cuda_lib: ProviderLibrary | None,
-    dists: DistributionsReport,
     probes: Probes,
     environ: Mapping[str, str],
     gpu_usable: bool,
+    first: LoadAttempt | None = None,
 ) -> tuple[LoadAttempt | None, LoadAttempt | None]:
+    """The load attempt (``first``: one already run with the minimal session) and, when the libraries are only in
+    pip packages and it failed, one with onnxruntime.preload_dlls() first. A session that worked on the minimal
+    model is run again on a Conv only when the cuDNN the GPU gets is in question."""
     if cuda_lib is None:
         return None, None
     capi = cuda_lib.path.parent
-    module_parent = capi.parent.parent
-    libraries = provider_libraries(capi, "cuda")
-    attempt = probes.load(
-        libraries,
-        session=gpu_usable,
-        module_parent=module_parent,
-        env=environ,
-        timeout_s=probes.load_timeout_s,
-    )
+    conv = _cudnn_needs_a_look(cuda_lib)
+    attempt = first
+    if attempt is None or (conv and attempt.ok and attempt.session_requested):
+        attempt = _attempt(capi, probes, environ, gpu_usable, conv=conv)
     preload = None
     pip_only = any(n.status is LibStatus.PIP_ONLY for n in cuda_lib.needs)
     if not attempt.ok and pip_only and not cuda_lib.from_shadowed:
-        preload = probes.load(
-            libraries,
-            session=gpu_usable,
-            module_parent=module_parent,
-            preload=True,
-            env=environ,
-            timeout_s=probes.load_timeout_s,
-        )
+        preload = _attempt(capi, probes, environ, gpu_usable, conv=conv, preload=True)
     return attempt, preload
 
 
