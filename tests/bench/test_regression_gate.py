@@ -146,3 +146,12 @@ def test_a_bench_run_keeps_its_cpu_time_per_run(tiny_model: Path) -> None:
     case = run_bench(BenchRequest(model=tiny_model, ep=ExecutionProvider.CPU, duration_s=0.5)).cases[0]
     assert len(case.cpu_ms_per_run) >= 8 and all(v > 0 for v in case.cpu_ms_per_run)
     assert case.cpu_per_wall is not None and case.cpu_per_wall > 0
+
+
+def test_on_the_cpu_ep_cpu_time_alone_does_not_fail_a_run(tmp_path: Path, make_result) -> None:
+    rows = [("cpu", "run", 1, 4.0, 0.01)]
+    base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
+    nudged = _with_cpu(make_result(rows), 1.05, 1.15, seed=4, share=0.9)  # cache contention: CPU +15%, wall +5%
+    compared = compare_to_baseline(nudged, base, tmp_path / "b.json", 0.10).cases[0]
+    assert compared.verdict is Verdict.SAME
+    assert any("the wall clock does not show it" in r for r in compared.reasons)
