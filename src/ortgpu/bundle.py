@@ -8,8 +8,11 @@ manifest (every file with size, sha256 and why it is there; what the target syst
 missing and where to get it) and a README with the environment lines and a CMake snippet.
 
 Nothing outside the output folder is written: the bundle is assembled in a temp folder next to it and renamed
-into place. Archives are opened (checked, then extracted) by :mod:`ortgpu.env.archive` in a private temp
-folder that is removed.
+into place. Archives are opened (checked, then extracted) by :mod:`ortgpu.env.archive`, the one reader of package
+archives, in a private temp folder that is removed. Every name that comes out of the package (file names,
+SONAME, DT_NEEDED, PE imports, VERSION_NUMBER) is untrusted: a bare file name or the bundle is refused; every
+destination is checked to lie inside the bundle, with no link on the way and nothing there before it; files on
+this machine are copied only when the loader search found them.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError
+from ortgpu.untrusted import name_problem, printable, text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.config import ExecutionProvider
@@ -164,13 +168,13 @@ def create_bundle(request: BundleRequest, progress: Progress | None = None) -> B
 
     report = progress or (lambda message, fraction=None: None)
     out = Path(request.out)
-    _check_output(out, request.force)
     source = Path(request.package) if request.package is not None else installed_wheel_folder()
+    _check_output(out, request.force, source, request.library_dirs)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         root = staging / "bundle"
         (root / "lib").mkdir(parents=True)
-        with open_package(source, report) as opened:
+        with open_package(source, report, also=_is_extra_member) as opened:
             report("analysing the package", None)
             analysis = analyse_package(opened)
             target = _target(analysis, request.target)
@@ -185,13 +189,40 @@ def create_bundle(request: BundleRequest, progress: Progress | None = None) -> B
     return BundleResult(out_dir=final, manifest=manifest, verification=verification, warnings=tuple(warnings))
 
 
-def _check_output(out: Path, force: bool) -> None:
+def _check_output(out: Path, force: bool, source: Path, library_dirs: Sequence[Path]) -> None:
+    """Refuse, before anything is read or written, an output folder that --force could not replace safely."""
+    from ortgpu.output_paths import OutputPathError, check_writable_folder
+
+    if out.is_symlink():
+        raise BundleError(
+            f"{out} is a symbolic link", "give the real folder: a bundle replaces its folder, never what a link names"
+        )
     if out.exists() and not out.is_dir():
         raise BundleError(f"{out} exists and is not a folder", "give a folder path for --out")
+    where, package = out.resolve(), source.resolve()
+    if where == package or package.is_relative_to(where):
+        said = "is" if where == package else "holds"
+        raise BundleError(
+            f"the output folder {out} {said} the package {source}",
+            "give an output folder outside the package: replacing it would delete the package",
+        )
+    if where.is_relative_to(package):
+        raise BundleError(f"the output folder {out} is inside the package {source}", "give a folder outside it")
+    for folder in library_dirs:
+        libs = Path(folder).resolve()
+        if libs == where or libs.is_relative_to(where):
+            raise BundleError(
+                f"the output folder {out} holds the libs folder {folder}",
+                "give an output folder that holds none of the inputs: replacing it would delete them",
+            )
     if out.is_dir() and any(out.iterdir()) and not force:
         raise BundleError(f"{out} exists and is not empty", "give an empty or new folder, or --force to replace it")
     if not out.absolute().parent.is_dir():
         raise BundleError(f"{out.absolute().parent} does not exist", "create the parent folder first")
+    try:
+        check_writable_folder(out.absolute().parent)
+    except OutputPathError as exc:
+        raise BundleError(exc.message, exc.hint) from None
 
 
 def _install(staging: Path, root: Path, out: Path, force: bool) -> Path:
@@ -255,8 +286,21 @@ _SONAME_DEP = re.compile(r"^(?P<stem>.+?\.so)\.(?P<major>\d+)")
 _CUDNN_SUB_LINUX = "libcudnn_*.so.{major}*"
 _CUDNN_SUB_WINDOWS = "cudnn_*64_{major}.dll"
 _EXTRA_MEMBER = re.compile(
-    r"^(?:[^/]+/)?(?:include/.+|LICENSE(?:\.txt)?|ThirdPartyNotices\.txt|lib/onnxruntime\.lib)$", re.I
+    r"(?:[^/]+/)?(?:include/.+|LICENSE(?:\.txt)?|ThirdPartyNotices\.txt|lib/onnxruntime\.lib)", re.I
 )
+_UNTRUSTED_HINT = "a genuine ONNX Runtime package names only files: get the package from its official source"
+
+
+def _is_extra_member(member: str) -> bool:
+    """Headers, licences and onnxruntime.lib: what a bundle takes from a package besides the libraries."""
+    return bool(_EXTRA_MEMBER.fullmatch(member))
+
+
+def _refuse_unless_bare(name: str, what: str, where: object) -> None:
+    """BundleError (exit 2) unless ``name`` is a bare file name; ``what`` says what it is ("SONAME of x")."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise BundleError(f"{where}: {what} {printable(name)} is not a bare file name ({problem})", _UNTRUSTED_HINT)
 
 
 @dataclass
@@ -299,6 +343,7 @@ class _Builder:
         from ortgpu.env.package import LibraryRole
 
         libraries = self._ort_libraries()
+        self._check_names([lib for lib, _, _ in libraries])
         for index, (lib, why, kind) in enumerate(libraries):
             self.report(f"copying {lib.name}", index / max(len(libraries), 1) * 0.3)
             self._add_file(self.opened.files[lib.member], f"lib/{lib.name}", kind, why, f"package: {lib.member}")
@@ -329,6 +374,63 @@ class _Builder:
             loader_note=self._loader_note([lib for lib, _, _ in libraries]),
         )
         return manifest, self.warnings
+
+    def _check_names(self, libraries: Sequence[PackageLibrary]) -> None:
+        """Every name of the package the bundle would use, checked before one file is copied."""
+        source = self.analysis.source
+        for lib in libraries:
+            _refuse_unless_bare(lib.name, "library file name", source)
+            if lib.soname is not None:
+                _refuse_unless_bare(lib.soname, f"SONAME of {lib.name}", source)
+            for need in lib.needs:
+                what = "DT_NEEDED entry" if lib.format == "elf" else "imported DLL"
+                _refuse_unless_bare(need.name, f"{what} of {lib.name}", source)
+        for value, what in ((self.analysis.version, "version"), (self.analysis.git_commit, "GIT_COMMIT_ID")):
+            problem = text_problem(value, 64) if value else None
+            if problem is not None:
+                came_from = next(iter(self.analysis.version_evidence), "VERSION_NUMBER").split(":")[0]
+                label = f"{what} (from {came_from})" if what == "version" else what
+                raise BundleError(
+                    f"{source}: the {label} {printable(value or '')} is unusable ({problem})",
+                    "a genuine ONNX Runtime package states a plain version (1.20.1) and commit id: get the package "
+                    "from its official source",
+                )
+
+    def _unusable_host_name(self, name: str, needer: str) -> bool:
+        """True (with a warning) when a library found on this machine needs ``name`` that is not a bare file name."""
+        problem = name_problem(name)
+        if problem is None:
+            return False
+        self.warnings.append(
+            f"{needer} (on this machine) asks for {printable(name)}, which is not a bare file name ({problem}): "
+            "not copied; the target system must provide it"
+        )
+        return True
+
+    def _destination(self, target: str) -> Path:
+        """Where ``target`` (relative, posix) goes in the bundle: every part a bare name, no link on the way, inside
+        the bundle folder, and nothing there yet (a file is never replaced)."""
+        parts = target.split("/")
+        for part in parts:
+            problem = name_problem(part)
+            if problem is not None:
+                raise BundleError(f"cannot write {printable(target)} into the bundle ({problem})", _UNTRUSTED_HINT)
+        folder = self.root
+        for part in parts[:-1]:
+            folder = folder / part
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                raise BundleError(
+                    f"cannot write {printable(target)} into the bundle: {part} is not a folder", _UNTRUSTED_HINT
+                )
+            folder.mkdir(exist_ok=True)
+        destination = folder / parts[-1]
+        if not destination.parent.resolve().is_relative_to(self.root.resolve()):  # what the checks above rule out
+            raise BundleError(f"{printable(target)} would be written outside the bundle", _UNTRUSTED_HINT)
+        if os.path.lexists(destination):
+            raise BundleError(
+                f"{self.analysis.source}: two files of the bundle would be called {printable(target)}", _UNTRUSTED_HINT
+            )
+        return destination
 
     def _loader_note(self, libraries: Sequence[PackageLibrary]) -> str:
         if self.target.is_windows:
@@ -404,11 +506,18 @@ class _Builder:
         """libonnxruntime.so.1 (its SONAME, what the loader looks for) and libonnxruntime.so (what -l links)."""
         names = [n for n in (core.soname, "libonnxruntime.so") if n and n != core.name]
         for name in dict.fromkeys(names):
-            link = self.root / "lib" / name
+            _refuse_unless_bare(name, f"SONAME of {core.name}", self.analysis.source)
+            if name.lower() in self._names:
+                raise BundleError(
+                    f"{self.analysis.source}: the SONAME {printable(name)} of {core.name} names another library of the "
+                    "bundle",
+                    _UNTRUSTED_HINT,
+                )
+            link = self._destination(f"lib/{name}")
             try:
                 link.symlink_to(core.name)
             except OSError:  # no symlinks here (Windows without the privilege): a copy serves the loader as well
-                shutil.copyfile(self.root / "lib" / core.name, link)
+                _copy_new(self.root / "lib" / core.name, link)
             self._names.add(name.lower())
             why = (
                 "the SONAME the loader looks for" if name == core.soname else "the name the linker uses (-lonnxruntime)"
@@ -435,6 +544,11 @@ class _Builder:
         def take(results: Iterable[Any], needer: str, essential: bool) -> list[Path]:
             new_paths: list[Path] = []
             for result in results:
+                # ld.so opens a DT_NEEDED that holds a '/' as a path (relative ones from the working folder): that is
+                # not a loader search, and such a file is never copied. The package's own entries were refused by
+                # _check_names; one of a library found on this machine is left to the target system, and said.
+                if self._unusable_host_name(result.soname, result.requested_by):
+                    continue
                 if result.soname in found or self._skip(result.soname) or result.soname.lower() in self._names:
                     continue
                 ok = result.status in (LibStatus.FOUND, LibStatus.PIP_ONLY) and result.path is not None
@@ -506,6 +620,8 @@ class _Builder:
                 queue.append((need.name, lib.name, lazy, not lazy or need.component.value == "cuDNN"))
         while queue:
             name, needer, lazy, required = queue.pop(0)
+            if self._unusable_host_name(name, needer):  # the package's own imports were checked by _check_names
+                continue
             key = name.lower()
             if key in found or self._skip(name) or key in self._names:
                 continue
@@ -580,9 +696,7 @@ class _Builder:
     # -- headers, licences, metadata -----------------------------------------------------------------------------
     def _extras(self) -> None:
         """include/, the licences and onnxruntime.lib of a release archive or folder (not part of the analysis)."""
-        from ortgpu.env.archive import PackageKind
-
-        members = [m for m in self.opened.members if _EXTRA_MEMBER.match(m)]
+        members = [m for m in self.opened.members if _is_extra_member(m) and m in self.opened.files]
         if not any("include/" in m for m in members):
             self.warnings.append(
                 "no include/ headers in this package: take them from the C/C++ release archive of the same version"
@@ -603,16 +717,10 @@ class _Builder:
                 plan[member] = (relative, FileKind.HEADER, "C/C++ API header")
             else:
                 plan[member] = (relative, FileKind.LICENSE, "ONNX Runtime licence terms (ship them with the binaries)")
-        if self.opened.kind is PackageKind.FOLDER:
-            for member, (target, kind, why) in plan.items():
-                self._add_file(self.opened.source / member, target, kind, why, f"package: {member}")
-            return
-        # Members of an archive whose names open_package already checked: read by those names in one pass, written
-        # to paths of our own choosing under the bundle.
-        destinations = {member: self.root / target for member, (target, _, _) in plan.items()}
-        _extract_members(self.opened.source, self.opened.kind, destinations)
+        # Extracted (archives) or found (folders) by open_package, the one checked reader; written to paths of our
+        # own choosing under the bundle.
         for member, (target, kind, why) in plan.items():
-            self.files.append(_describe(destinations[member], target, kind, why, f"package: {member}"))
+            self._add_file(self.opened.files[member], target, kind, why, f"package: {member}")
 
     def _metadata_files(self) -> None:
         """VERSION_NUMBER / GIT_COMMIT_ID, so tools (and `ortgpu doctor --package`) know the version."""
@@ -622,15 +730,15 @@ class _Builder:
         ):
             if not value:
                 continue
-            path = self.root / name
-            path.write_text(f"{value}\n", encoding="utf-8")
+            path = self._destination(name)
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(f"{value}\n")
             self.files.append(_describe(path, name, FileKind.METADATA, why, "package"))
 
     def _add_file(self, source: Path, target: str, kind: FileKind, why: str, origin: str) -> None:
-        destination = self.root / target
-        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination = self._destination(target)
         try:
-            shutil.copyfile(source, destination)  # follows links: the bundle holds the real bytes
+            _copy_new(source, destination)  # follows links: the bundle holds the real bytes
         except OSError as exc:
             raise BundleError(f"cannot copy {source}: {exc.strerror}", "check the file and its permissions") from None
         if target.startswith("lib/"):
@@ -706,6 +814,8 @@ def _runtime_companions(name: str, path: Path) -> list[Path]:
             if not hit.is_file():
                 continue
             key = _soname_or_name(hit)
+            if name_problem(key) is not None:  # a file of this machine with a SONAME no loader would ask for
+                continue
             out.setdefault(key, hit.parent / key if (hit.parent / key).is_file() else hit)
     return list(out.values())
 
@@ -759,38 +869,10 @@ def _common_root(members: Sequence[str]) -> str:
     return ""
 
 
-def _extract_members(archive: Path, kind: Any, destinations: Mapping[str, Path]) -> None:
-    import tarfile
-    import zipfile
-
-    from ortgpu.env.archive import PackageKind
-
-    def clean(name: str) -> str:
-        return "/".join(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
-
-    for destination in destinations.values():
-        destination.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if kind is PackageKind.TARBALL:
-            with tarfile.open(archive, mode="r:*") as tar:
-                for entry in tar:
-                    target = destinations.get(clean(entry.name))
-                    handle = tar.extractfile(entry) if target is not None and entry.isreg() else None
-                    if target is not None and handle is not None:
-                        with handle, open(target, "wb") as out:
-                            shutil.copyfileobj(handle, out)
-        else:
-            with zipfile.ZipFile(archive) as zipped:
-                for info in zipped.infolist():
-                    target = destinations.get(clean(info.filename))
-                    if target is not None and not info.is_dir():
-                        with zipped.open(info) as handle, open(target, "wb") as out:
-                            shutil.copyfileobj(handle, out)
-    except (OSError, tarfile.TarError, zipfile.BadZipFile) as exc:
-        raise BundleError(f"{archive}: cannot read it again ({exc})", "re-download the package") from None
-    absent = [m for m, d in destinations.items() if not d.is_file()]
-    if absent:
-        raise BundleError(f"{archive}: {absent[0]} could not be read from it", "re-download the package")
+def _copy_new(source: Path, destination: Path) -> None:
+    """Copy the bytes of ``source`` to ``destination``, which must not exist (never replaced, never a link)."""
+    with open(source, "rb") as src, open(destination, "xb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def _describe(path: Path, target: str, kind: FileKind, why: str, origin: str) -> BundleFile:

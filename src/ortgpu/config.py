@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CUDA_OPTIONS",
     "INPUT_SETTINGS",
+    "MODEL_SETTINGS",
+    "RUN_SETTINGS",
     "SESSION_SETTINGS",
     "TENSORRT_OPTIONS",
     "TOP_LEVEL_SETTINGS",
@@ -213,6 +215,20 @@ SESSION_SETTINGS: tuple[Setting, ...] = (
         Kind.BOOL,
         "Ask kernels for deterministic algorithms where they have a choice (may be slower).",
         default=False,
+    ),
+    Setting(
+        "free_dims",
+        Kind.DIMS,
+        "Fix symbolic dims by name when the session is built (ORT's free-dimension overrides): `{ batch = 8 }`. "
+        "ORT then folds the shape computations it would otherwise run on the CPU, so every node can stay on the "
+        "GPU and a CUDA graph can be captured; inputs of any other size are refused.",
+        default={},
+    ),
+    Setting(
+        "free_dim_denotations",
+        Kind.DIMS,
+        "The same, for dims the model marks with a denotation instead of a name: `{ DATA_BATCH = 8 }`.",
+        default={},
     ),
     Setting(
         "log_severity_level",
@@ -472,6 +488,36 @@ INPUT_SETTINGS: tuple[Setting, ...] = (
     Setting("seed", Kind.INT, "Seed of generated input data.", default=0, minimum=0),
 )
 
+MODEL_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "file",
+        Kind.PATH,
+        "Run this model file instead of the one given to `check`, `bench` or `load()`: a converted (fp16) or fused "
+        "copy that `ortgpu tune` wrote. Relative to the config file's folder. The given model must be the one it "
+        "was derived from (`source_sha256`) or the file itself.",
+    ),
+    Setting("sha256", Kind.STR, "sha256 of `file`; a file that changed since is refused."),
+    Setting("source_sha256", Kind.STR, "sha256 of the model `file` was derived from."),
+    Setting(
+        "precision",
+        Kind.CHOICE,
+        "Float precision of `file` (picks the parity tolerances `check` applies against the fp32 CPU EP).",
+        default="fp32",
+        choices=("fp32", "fp16"),
+    ),
+)
+
+RUN_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "mode",
+        Kind.CHOICE,
+        "How `bench` times the model when no --mode is given: numpy in/out (`run`), data kept on the device "
+        "(`iobinding`), or CUDA graph replay (`cudagraph`). `check` and `load()` run numpy in/out whatever it says.",
+        default="run",
+        choices=("run", "iobinding", "cudagraph"),
+    ),
+)
+
 # Sections of ortgpu.toml and their settings; provider sections are "ep.<name>".
 _EP_SECTIONS: dict[ExecutionProvider, tuple[Setting, ...]] = {
     ExecutionProvider.CUDA: CUDA_OPTIONS,
@@ -480,6 +526,8 @@ _EP_SECTIONS: dict[ExecutionProvider, tuple[Setting, ...]] = {
 }
 _SECTIONS: dict[str, tuple[Setting, ...]] = {
     "session": SESSION_SETTINGS,
+    "model": MODEL_SETTINGS,
+    "run": RUN_SETTINGS,
     "inputs": INPUT_SETTINGS,
     **{f"ep.{ep.value}": settings for ep, settings in _EP_SECTIONS.items()},
 }
@@ -721,9 +769,33 @@ class Config:
     inputs: InputSpec = field(default_factory=_default_input_spec)
     fallback: Fallback = Fallback.NONE
     source: Path | None = None
+    model: Mapping[str, object] = field(default_factory=dict)  # [model] as written (file resolved to a Path)
+    run: Mapping[str, object] = field(default_factory=lambda: {s.name: s.default for s in RUN_SETTINGS})
 
     def options_for(self, ep: ExecutionProvider) -> dict[str, str]:
         return dict(self.ep_options.get(ep, {}))
+
+    def model_file_for(self, given: Path, given_sha256: str) -> Path:
+        """The model file to build sessions from: [model] file when set (checked against its sha256 and against
+        the given model's), else ``given``."""
+        file = self.model.get("file")
+        if file is None:
+            return Path(given)
+        where = self.source.name if self.source else "[model]"
+        allowed = {self.model.get("source_sha256"), self.model.get("sha256")} - {None}
+        if allowed and given_sha256 not in allowed:
+            raise ConfigError(
+                f"{where}: [model] file {Path(str(file)).name} was derived from another model than {Path(given).name} "
+                f"(sha256 {given_sha256[:12]}... is not {str(self.model.get('source_sha256'))[:12]}...)",
+                "use the config tune wrote for this model, or run ortgpu tune on it",
+            )
+        expected = self.model.get("sha256")
+        if expected is not None and _sha256_of(Path(str(file))) != expected:
+            raise ConfigError(
+                f"{where}: [model] file {file} changed since its sha256 was written",
+                "run ortgpu tune again, or restore the file",
+            )
+        return Path(str(file))
 
     def with_session(self, **values: Any) -> Config:
         """A copy with [session] settings replaced (validated like the file)."""
@@ -734,6 +806,26 @@ class Config:
                 raise _unknown_key_error(key, "[session]", SESSION_SETTINGS)
             session[key] = setting.parse(value, f"[session] {key}")
         return replace(self, session=session)
+
+
+_HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: a big model is hashed once
+
+
+def _sha256_of(path: Path) -> str:
+    import hashlib
+
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"[model] file {path} cannot be read: {exc.strerror}", "check the path in [model]") from None
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _HASHES[key] = digest.hexdigest()
+    return _HASHES[key]
 
 
 def default_config() -> Config:
@@ -751,6 +843,7 @@ def load_config(path: Path | str | None) -> Config:
     session = _default_session()
     ep_options: dict[ExecutionProvider, dict[str, str]] = {}
     inputs_raw: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {"model": {}, "run": {s.name: s.default for s in RUN_SETTINGS}}
     for key, value in data.items():
         if key == "fallback":
             fallback = Fallback(TOP_LEVEL_SETTINGS[0].parse(value, f"{where}: fallback"))
@@ -772,19 +865,33 @@ def load_config(path: Path | str | None) -> Config:
                 if setting is None:
                     raise _unknown_key_error(name, f"{where}: [inputs]", INPUT_SETTINGS)
                 inputs_raw[name] = setting.parse(item, f"{where}: [inputs] {name}")
+        elif key in tables:
+            settings = _SECTIONS[key]
+            for name, item in _expect_table(value, f"{where}: [{key}]").items():
+                setting = _find(settings, name)
+                if setting is None:
+                    raise _unknown_key_error(name, f"{where}: [{key}]", settings)
+                tables[key][name] = setting.parse(item, f"{where}: [{key}] {name}")
         else:
-            candidates = ["fallback", "session", "inputs", "ep"]
+            candidates = ["fallback", "session", "inputs", "ep", "model", "run"]
             kind = "section" if isinstance(value, dict) else "key"
             raise ConfigError(
                 f"unknown {kind} {key!r} in {where}{_did_you_mean(key, candidates)}",
-                "top level takes: fallback, [session], [ep.cuda], [ep.tensorrt], [inputs] (see docs/config.md)",
+                "top level takes: fallback, [session], [ep.cuda], [ep.tensorrt], [inputs], [model], [run] "
+                "(see docs/config.md)",
             )
+    if "file" in tables["model"]:
+        tables["model"]["file"] = path.parent / str(tables["model"]["file"])
+    elif tables["model"]:
+        raise ConfigError(f"{where}: [model] without file", 'add file = "model.onnx" or remove [model]')
     return Config(
         session=session,
         ep_options=ep_options,
         inputs=_input_spec(inputs_raw, path.parent),
         fallback=fallback,
         source=path,
+        model=tables["model"],
+        run=tables["run"],
     )
 
 
@@ -930,6 +1037,17 @@ def config_reference_markdown() -> str:
         "options) so nodes TensorRT does not take run on the GPU too.",
         "",
         *_table(TENSORRT_OPTIONS),
+        "",
+        "## `[model]`",
+        "",
+        "A model file to run instead of the given one: `ortgpu tune` writes its converted or fused model and",
+        "pins it here with its sha256 and the sha256 of the model it came from.",
+        "",
+        *_table(MODEL_SETTINGS),
+        "",
+        "## `[run]`",
+        "",
+        *_table(RUN_SETTINGS),
         "",
         "## `[inputs]`",
         "",

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError
+from ortgpu.output_paths import check_outputs
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.result import BenchResult
@@ -116,11 +118,13 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     from ortgpu.report.html import write_report
     from ortgpu.session import best_available_ep
 
+    import_onnxruntime()  # before the doctor runs: without an ORT the demo cannot run a model
     tell = progress or (lambda message, fraction=None: None)
     folder = Path(out_dir) if out_dir is not None else Path.cwd()
     if not folder.is_dir():
         raise BadInputError(f"--out-dir {folder}: no such folder", "create it first, or leave it out")
     report_path = (folder / DEMO_REPORT_NAME).resolve()
+    check_outputs({"report": report_path})  # before the doctor, check and bench run
     started = time.perf_counter()
     steps: dict[str, float] = {}
 

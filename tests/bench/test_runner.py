@@ -147,7 +147,6 @@ def test_ctrl_c_keeps_what_finished(tiny_model: Path, tmp_path: Path, monkeypatc
         ({"iterations": None, "duration_s": -1.0}, "--duration"),
         ({"iterations": None, "duration_s": float("nan")}, "--duration"),
         ({"warmup": -1}, "--warmup"),
-        ({"modes": ()}, "no mode"),
         ({"max_regression": -0.1}, "--max-regression"),
     ],
 )
@@ -260,3 +259,27 @@ def test_bench_ignores_a_configs_cpu_fallback_so_cpu_numbers_never_carry_a_gpu_l
     request = BenchRequest(model=model, ep=ExecutionProvider.CUDA, config=config_file, iterations=5)
     with pytest.raises(ProviderUnavailableError):
         run_bench(request)
+
+
+def test_without_a_mode_the_config_run_mode_is_used(tiny_model: Path, tmp_path: Path) -> None:
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('[run]\nmode = "iobinding"\n')
+    result = run_bench(BenchRequest(tiny_model, ep=ExecutionProvider.CPU, modes=(), config=config, iterations=20))
+    assert [c.mode for c in result.cases] == [BenchMode.IOBINDING]
+    plain = run_bench(BenchRequest(tiny_model, ep=ExecutionProvider.CPU, modes=(), iterations=20))
+    assert [c.mode for c in plain.cases] == [BenchMode.RUN]
+
+
+def test_against_defaults_benches_ort_defaults_too_and_gives_the_speedup(tiny_model: Path, tmp_path: Path) -> None:
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('[run]\nmode = "iobinding"\n[session]\nintra_op_num_threads = 1\n')
+    request = BenchRequest(
+        tiny_model, ep=ExecutionProvider.CPU, modes=(), config=config, iterations=30, against_defaults=True
+    )
+    result = run_bench(request)
+    assert result.defaults is not None
+    assert [c.mode for c in result.defaults.cases] == [BenchMode.RUN]
+    assert result.defaults.settings.config is None
+    (label, speedup), = result.speedups_over_defaults().items()
+    base = result.defaults.cases[0].stats.p50_ms
+    assert label == "cpu/iobinding batch 1" and speedup == pytest.approx(base / result.cases[0].stats.p50_ms)

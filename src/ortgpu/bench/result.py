@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.bench.clocks import GpuClocks
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.stats import LatencyStats
 
@@ -96,6 +97,7 @@ class WarmupReport:
     seconds: float
     settled: bool
     policy: str  # "auto" or "count"
+    clocks: GpuClocks | None = None  # GPU cases: the SM clock around the warm-up and after the measurement
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,8 @@ class BenchCase:
     timeline_ms: tuple[float, ...] = ()  # up to a few hundred latencies in run order (for drift plots)
     cpu_per_wall: float | None = None  # process CPU seconds per wall second over the timed runs (None: not known)
     cpu_ms_per_run: tuple[float, ...] = ()  # process CPU ms per run, one value per slice (~1/8 of 0.1 s) of runs
+    # [session] free-dim overrides the case's own session was built with (CUDA graph: the shapes it captures)
+    fixed_dims: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def key(self) -> CaseKey:
@@ -243,6 +247,18 @@ class BenchResult:
     saved_to: Path | None = None
     report_to: Path | None = None
     package: PackageLibrary | None = None
+    defaults: BenchResult | None = None  # --against-defaults: the same bench with ORT's defaults, measured after
+
+    def speedups_over_defaults(self) -> dict[str, float]:
+        """Case label -> the defaults' p50 at the same batch / this case's p50 (with --against-defaults)."""
+        if self.defaults is None:
+            return {}
+        base = {c.batch: c.stats.p50_ms for c in self.defaults.measured_cases}
+        return {
+            c.key.label: base[c.batch] / c.stats.p50_ms
+            for c in self.measured_cases
+            if c.batch in base and c.stats.p50_ms > 0
+        }
 
     @property
     def failed_cases(self) -> tuple[BenchCase, ...]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.bench.clocks import ClockWatch
+from ortgpu.bench.gate import start_gate
 from ortgpu.bench.modes import BenchMode, Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.result import (
     BaselineComparison,
@@ -28,6 +30,9 @@ from ortgpu.bench.result import (
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
+from ortgpu.output_paths import check_outputs
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -73,7 +78,8 @@ class BenchInputError(BadInputError):
 class BenchRequest:
     """What to benchmark and how; validated by :func:`run_bench` before anything runs.
 
-    ``ep`` None: the best available EP. ``all_modes``: the user asked for every mode, so a mode the EP cannot do
+    ``ep`` None: the best available EP. ``modes`` empty: the config's [run] mode.
+    ``all_modes``: the user asked for every mode, so a mode the EP cannot do
     is skipped with its reason instead of refused (exit 3). ``batches`` empty: the model's default shapes.
     ``warmup`` None: warm up until three consecutive windows agree (at most ``max_warmup_s``). Measurement:
     ``iterations`` runs, or ``duration_s`` seconds (at least MIN_RUNS runs); neither: DEFAULT_DURATION_S.
@@ -109,6 +115,7 @@ class BenchRequest:
     baseline: Path | None = None
     max_regression: float = 0.10
     package: Path | None = None
+    against_defaults: bool = False  # then bench ORT's defaults (no config, mode run) too, in the same process
 
     def validate(self) -> None:
         """Raise BenchInputError (exit 2) for settings that cannot be measured."""
@@ -270,9 +277,15 @@ def _median(values: Sequence[int]) -> float:
     return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[WarmupReport, float]:
-    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking)."""
+def _warm_up(
+    step: Callable[[], Any], count: int | None, max_s: float, clocks: ClockWatch | None = None
+) -> tuple[WarmupReport, float]:
+    """Untimed runs before measuring; returns the report and the typical run time in seconds (for chunking).
+
+    Auto: until the latency settled and (``clocks``, GPU cases) the SM clock is near its maximum or stable."""
     start = time.perf_counter()
+    if clocks is not None:
+        clocks.start()
     if count is not None:
         scratch = [0] * max(count, 1)
         if count:
@@ -280,6 +293,9 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         else:
             _timed_chunk(step, scratch, 0, 1)  # one run only to size the measurement chunks; not a warm-up
         typical = _median(scratch) / 1e9
+        if clocks is not None:
+            clocks.sample()  # recorded, not waited for: the user asked for exactly this many runs
+            clocks.warmed()
         return WarmupReport(count, time.perf_counter() - start, True, "count"), typical
     # Until stable: windows of ~50 ms; settled when the last three window medians agree within 5%.
     probe = [0]
@@ -296,9 +312,12 @@ def _warm_up(step: Callable[[], Any], count: int | None, max_s: float) -> tuple[
         medians.append(_median(scratch))
         typical = medians[-1] / 1e9
         last = medians[-3:]
-        if len(last) == 3 and (max(last) - min(last)) <= _SETTLE_TOLERANCE * min(last):
+        clock_ready = clocks.sample() if clocks is not None else True
+        if len(last) == 3 and (max(last) - min(last)) <= _SETTLE_TOLERANCE * min(last) and clock_ready:
             settled = True
             break
+    if clocks is not None:
+        clocks.warmed()
     return WarmupReport(runs, time.perf_counter() - start, settled, "auto"), typical
 
 
@@ -381,6 +400,10 @@ class _Plan:
     sessions: int
     skip: str | None = None
 
+    @property
+    def key(self) -> str:
+        return f"{self.ep.value}/{self.mode.value}/b{self.batch}/x{self.concurrency}/s{self.sessions}"
+
 
 @dataclass
 class _Shapes:
@@ -404,7 +427,9 @@ class _Sessions:
         self._plain: dict[Any, list[Any]] = {}
         self.main: Any = None  # the first shared session of the benchmarked EP: the environment record reads it
 
-    def open(self, ep: ExecutionProvider, options: dict[str, str] | None = None) -> Any:
+    def open(
+        self, ep: ExecutionProvider, options: dict[str, str] | None = None, session: Mapping[str, Any] | None = None
+    ) -> Any:
         from dataclasses import replace
 
         from ortgpu.config import Fallback
@@ -412,7 +437,7 @@ class _Sessions:
 
         merged = {**(self.options if ep is self.ep else {}), **(options or {})}
         # bench never falls back, whatever the config allows: CPU numbers must never carry a GPU label
-        strict = replace(self.config, fallback=Fallback.NONE)
+        strict = replace(self.config, fallback=Fallback.NONE).with_session(**(session or {}))
         return open_session(self.model, ep=ep, config=strict, device_id=self.device_id, provider_options=merged or None)
 
     def plain(self, ep: ExecutionProvider, count: int) -> list[tuple[Any, bool]]:
@@ -549,13 +574,20 @@ class _CaseRun:
         self.duration_s = request.duration_s or DEFAULT_DURATION_S
         self.first_run_ms: float | None = None
         self.warmup: WarmupReport | None = None
+        self.clocks = ClockWatch.for_device(request.device_id) if plan.ep.is_gpu else None
+
+    def warmup_report(self) -> WarmupReport | None:
+        """The warm-up, with the GPU clocks seen around it and after the measurement (GPU cases)."""
+        if self.warmup is None or self.clocks is None:
+            return self.warmup
+        return dataclasses.replace(self.warmup, clocks=self.clocks.result())
 
     def _first_and_warm(self, step: Callable[[], Any], policy: bool) -> float:
         scratch = [0]
         _timed_chunk(step, scratch, 0, 1)
         if policy:
             self.first_run_ms = scratch[0] / 1e6
-            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s)
+            self.warmup, typical = _warm_up(step, self.request.warmup, self.request.max_warmup_s, self.clocks)
             return typical
         count = _THREAD_WARMUP_RUNS if self.request.warmup is None else self.request.warmup
         return _warm_up(step, count, self.request.max_warmup_s)[1]
@@ -564,6 +596,7 @@ class _CaseRun:
         with runner:
             step = runner.prepare()
             typical = self._first_and_warm(step, policy=True)
+            start_gate(self.plan.key)  # bench --devices: every process's timed runs start together
             return _measure(step, self.request.iterations, self.duration_s, typical, self.report)
 
     def threaded(self, runners: list[ModeRunner]) -> _Measurement:
@@ -571,7 +604,7 @@ class _CaseRun:
         overlap other CUDA work), then released together."""
         count = len(runners)
         lock = threading.Lock()
-        barrier = threading.Barrier(count)
+        barrier = threading.Barrier(count, action=lambda: start_gate(self.plan.key))
         stop = threading.Event()
         results: list[_Measurement | None] = [None] * count
         errors: list[BaseException | None] = [None] * count
@@ -624,12 +657,14 @@ class _CaseRun:
         return merged
 
 
-def _graph_refusal(exc: OrtgpuError) -> str:
+def _graph_refusal(exc: OrtgpuError, fixed: FixedDims | None = None) -> str:
     if "graph capture" in exc.message:
+        pinned = f" even with the open dims fixed ({fixed.describe()})" if fixed is not None and not fixed.empty else ""
+        left = f"; dims no override reaches: {', '.join(fixed.unfixed)}" if fixed is not None and fixed.unfixed else ""
         return (
-            "ONNX Runtime refused CUDA graph capture: some nodes of this model run on the CPU (shape nodes or "
-            "a Memcpy); `ortgpu check MODEL --ep cuda` lists them. An export with torch.onnx.export(..., "
-            "dynamo=True) often leaves fewer"
+            f"ONNX Runtime refused CUDA graph capture{pinned}: some nodes of this model run on the CPU (shape "
+            f"nodes or a Memcpy){left}; `ortgpu check MODEL --ep cuda` lists them. An export with "
+            "torch.onnx.export(..., dynamo=True) often leaves fewer"
         )
     return exc.one_line()
 
@@ -641,7 +676,7 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 
 
 def _translate(exc: BaseException, ep: ExecutionProvider) -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.failures import Phase, translate_ort_error
 
@@ -674,11 +709,14 @@ def _run_case(
     device = device_for(plan.ep, request.device_id)
     options = cls.provider_options(plan.ep)
     own: list[Any] = []
+    fixed = None
     try:
         if cls.needs_own_session():
             outputs = _output_specs(model, shapes, lambda: pool.any_plain(plan.ep).run(shapes.feeds))
+            # a graph is captured for one shape: fix the open dims so ORT folds the shape nodes it keeps on the CPU
+            fixed = fixed_dims_for(input_dim_labels(pool.model), shapes.shapes)
             for _ in range(plan.sessions):
-                own.append(pool.open(plan.ep, options))
+                own.append(pool.open(plan.ep, options, fixed.session_settings(pool.config.session)))
             sessions = [(s, False) for s in own]
         else:
             outputs = None
@@ -691,7 +729,8 @@ def _run_case(
         memory = _gpu_memory(plan.ep, request.device_id)
     except OrtgpuError as exc:
         if cls.needs_own_session():  # graph capture refused by ORT for this model: a result, not a crash
-            return _case(plan, CaseStatus.FAILED, shapes, reason=_graph_refusal(exc), provider_options=options), False
+            reason = _graph_refusal(exc, fixed)
+            return _case(plan, CaseStatus.FAILED, shapes, reason=reason, provider_options=options), False
         raise
     except KeyboardInterrupt:
         return _case(
@@ -711,7 +750,7 @@ def _run_case(
             shapes,
             reason="interrupted before any timed run",
             cold=cold,
-            warmup=run.warmup,
+            warmup=run.warmup_report(),
             provider_options=options,
         ), True
     stats = compute_stats(measurement.samples, shapes.batch, (measurement.end_ns - measurement.start_ns) / 1e9)
@@ -722,7 +761,7 @@ def _run_case(
         shapes,
         reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
-        warmup=run.warmup,
+        warmup=run.warmup_report(),
         cold=cold,
         gpu_memory_used_bytes=memory,
         provider_options=options,
@@ -733,6 +772,7 @@ def _run_case(
         cpu_ms_per_run=tuple(ns / runs / 1e6 for runs, ns in measurement.cpu_chunks if runs)
         if plan.concurrency == 1
         else (),
+        fixed_dims=fixed.session_settings() if fixed is not None and not fixed.empty else {},
     ), measurement.interrupted
 
 
@@ -797,7 +837,7 @@ def _hints(
         hints.append(
             Hint(
                 HintKind.WARMUP_UNSETTLED,
-                f"latency was still moving at the end of warm-up in "
+                f"latency{_clock_note(unsettled)} was still moving at the end of warm-up in "
                 f"{len(unsettled)} case(s) ({', '.join(c.key.label for c in unsettled[:4])}); give "
                 "--warmup N with a larger N",
                 unsettled[0].key.label,
@@ -865,6 +905,11 @@ def _hints(
     return tuple(hints)
 
 
+def _clock_note(cases: Sequence[BenchCase]) -> str:
+    moving = [c.warmup.clocks for c in cases if c.warmup and c.warmup.clocks and not c.warmup.clocks.ready]
+    return f" or the GPU clock ({moving[0].why})" if moving else ""
+
+
 def _io_bytes(case: BenchCase, model: ModelInfo) -> int:
     import numpy as np
 
@@ -897,11 +942,6 @@ def _with_speedups(cases: list[BenchCase]) -> list[BenchCase]:
 def _describe(info: Any) -> str:
     dims = ", ".join("?" if d is None else str(d) for d in info.shape) if info.rank is not None else "?"
     return f"{info.name} {info.dtype} [{dims}]"
-
-
-def _check_output_folder(path: Path | None, flag: str) -> None:
-    if path is not None and not Path(path).parent.is_dir():
-        raise BenchInputError(f"{flag} {path}: folder {Path(path).parent} does not exist", "create it first")
 
 
 @dataclass(frozen=True)
@@ -1060,9 +1100,14 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
 
     tell = progress or (lambda message, fraction=None: None)
     started = time.perf_counter()
+    if not request.modes:  # no --mode: the config's [run] mode (what tune found), else run
+        request = dataclasses.replace(request, modes=(BenchMode(load_config(request.config).run["mode"]),))
     request.validate()
-    _check_output_folder(request.save, "--save")
-    _check_output_folder(request.report, "--report")
+    check_outputs(
+        {"--save": request.save, "--report": request.report},
+        (request.model, request.config, request.baseline, request.npz, request.package),
+        error=BenchInputError,
+    )
     baseline = load_result(request.baseline) if request.baseline is not None else None
     config = load_config(request.config)
     tell("inspecting the model", None)
@@ -1133,6 +1178,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
             again = _remeasure(request, config, model, by_batch, comparison, tell)
             comparison = confirm_regressions(comparison, again, baseline)
         result = dataclasses.replace(result, comparison=comparison)
+    if request.against_defaults:
+        result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
@@ -1144,3 +1191,21 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
 
         write_report(result, request.report)
     return result
+
+
+def _defaults_of(request: BenchRequest, progress: Progress | None) -> BenchResult:
+    """The same model, batches and measurement with ORT's defaults: no config, numpy in/out (what users get)."""
+    plain = dataclasses.replace(
+        request,
+        config=None,
+        modes=(BenchMode.RUN,),
+        all_modes=False,
+        provider_options={},
+        compare_cpu=False,
+        save=None,
+        report=None,
+        baseline=None,
+        against_defaults=False,
+    )
+    tell = progress or (lambda message, fraction=None: None)
+    return run_bench(plain, lambda message, fraction=None: tell(f"ORT defaults: {message}", fraction))

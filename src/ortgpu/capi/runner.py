@@ -195,6 +195,11 @@ def normalize_session_settings(settings: Mapping[str, object] | None) -> dict[st
                     "use_deterministic_compute = true is not applied by the C-API runner",
                     "leave it at its default (false) for --package runs",
                 )
+        elif key in ("free_dims", "free_dim_denotations"):
+            if value:
+                raise UnsupportedSettingError(
+                    f"{key} is not applied by the C-API runner", "leave it out of the config for --package runs"
+                )
         elif key == "config_entries":
             if not isinstance(value, Mapping):
                 raise BadInputError("config_entries must map session config keys to values", None)

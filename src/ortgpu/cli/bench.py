@@ -18,10 +18,9 @@ __all__ = ["command", "render"]
 @click.option(
     "--mode",
     "mode_text",
-    default="run",
-    show_default=True,
     metavar="MODES",
-    help="run (numpy in/out), iobinding (data stays on the device), cudagraph, a comma list, or all.",
+    help="run (numpy in/out), iobinding (data stays on the device), cudagraph, a comma list, or all "
+    "(default: the config's [run] mode, else run).",
 )
 @click.option("--batch", "batch_text", metavar="N,N", help="Batch sweep over the dynamic leading dim, e.g. 1,8,32.")
 @click.option(
@@ -51,7 +50,18 @@ __all__ = ["command", "render"]
 @click.option("--duration", "duration_text", metavar="S", help="Seconds of timed runs per case (default 2).")
 @click.option("--compare-cpu", is_flag=True, help="Add the CPU EP at the same shapes; print the GPU speed-up.")
 @click.option("--config", type=click.Path(path_type=Path), help="ortgpu.toml with [session], [ep.*], [inputs].")
+@click.option(
+    "--against-defaults",
+    is_flag=True,
+    help="Also bench ORT's defaults (no config, mode run) and show the config's speed-up over them.",
+)
 @click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id to run on.")
+@click.option(
+    "--devices",
+    "devices_text",
+    metavar="0,1|all|cpu:N",
+    help="One process per GPU (or N CPU processes), timed together: per-device table and the aggregate.",
+)
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a symbolic dim (repeatable).")
@@ -79,7 +89,7 @@ __all__ = ["command", "render"]
 def command(
     model: Path,
     ep_name: str | None,
-    mode_text: str,
+    mode_text: str | None,
     batch_text: str | None,
     concurrency_text: str,
     sessions: int,
@@ -88,7 +98,9 @@ def command(
     duration_text: str | None,
     compare_cpu: bool,
     config: Path | None,
+    against_defaults: bool,
     device_id: int,
+    devices_text: str | None,
     ep_options: tuple[str, ...],
     shapes: tuple[str, ...],
     dims: tuple[str, ...],
@@ -120,7 +132,7 @@ def command(
     from ortgpu.config import ExecutionProvider, parse_ep_option
     from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
-    modes, all_modes = parse_modes(mode_text)
+    modes, all_modes = parse_modes(mode_text) if mode_text is not None else ((), False)
     request = BenchRequest(
         model=model,
         ep=ExecutionProvider.parse(ep_name) if ep_name else None,
@@ -146,7 +158,12 @@ def command(
         baseline=baseline,
         max_regression=parse_percent(max_regression_text),
         package=package,
+        against_defaults=against_defaults,
     )
+    if devices_text is not None:
+        from ortgpu.cli.bench_devices import run_devices
+
+        return run_devices(request, devices_text, as_json)
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
     emit("bench", result, as_json, render)
@@ -217,6 +234,12 @@ def render(result: Any, console: Any) -> None:
             f"cold start: session created in {cold.session_creation_s:.2f} s, first run "
             f"{_ms(cold.first_run_ms)} ms (not in the stats)" + (", in a fresh process" if package is not None else "")
         )
+    clocked = next((c.warmup.clocks for c in result.cases if c.warmup and c.warmup.clocks), None)
+    if clocked is not None:
+        console.print(
+            f"GPU SM clock: {clocked.before_warmup_mhz} MHz before the warm-up, {clocked.after_warmup_mhz} after it "
+            f"({x(clocked.why)}), {clocked.after_measurement_mhz} after the timed runs (first GPU case)"
+        )
     comparison = result.comparison
     if comparison is not None:
         delta = Table(
@@ -258,9 +281,41 @@ def render(result: Any, console: Any) -> None:
             console.print(f"  [dim]in the baseline only: {label}[/]")
         for change in comparison.environment_changes:
             console.print(f"  [yellow]environment changed[/]: {x(change)}")
+    if result.defaults is not None:
+        _render_against_defaults(result, console, x)
     for hint in result.hints:
         console.print(f"[yellow]{hint.kind.value}[/]: {x(hint.message)}")
     if result.saved_to is not None:
         console.print(f"saved: {x(str(result.saved_to))}")
     if result.report_to is not None:
         console.print(f"report: {x(str(result.report_to))}")
+
+
+def _render_against_defaults(result: Any, console: Any, x: Any) -> None:
+    """The configured cases next to ORT's defaults at the same batch, one table."""
+    from rich.table import Table
+
+    config = result.settings.config.name if result.settings.config else "this config"
+    table = Table(title=f"{x(config)} against ORT's defaults", show_edge=False, pad_edge=False)
+    for column in ("batch", "setup", "p50 ms", "p95", "samples/s", "speed-up"):
+        table.add_column(column, justify="left" if column == "setup" else "right", no_wrap=True)
+    speedups = result.speedups_over_defaults()
+    defaults = {c.batch: c for c in result.defaults.measured_cases}
+    for case in result.measured_cases:
+        base = defaults.get(case.batch)
+        if base is not None:
+            s = base.stats
+            table.add_row(
+                str(case.batch), "ORT defaults (run)", _ms(s.p50_ms), _ms(s.p95_ms), f"{s.throughput:,.0f}", "1.00x"
+            )
+        s = case.stats
+        speedup = speedups.get(case.key.label)
+        table.add_row(
+            str(case.batch),
+            x(f"{config} ({case.mode.value})"),
+            f"[bold]{_ms(s.p50_ms)}[/]",
+            _ms(s.p95_ms),
+            f"{s.throughput:,.0f}",
+            "–" if speedup is None else f"[bold]{speedup:.2f}x[/]",
+        )
+    console.print(table)

@@ -10,7 +10,7 @@ import click
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.errors import BadInputError
 
-__all__ = ["FlagError", "command", "render"]
+__all__ = ["FlagError", "command", "escape", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -45,7 +45,16 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
 @click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data: .npz named after inputs.")
+@click.option(
+    "--inputs",
+    "npz",
+    type=click.Path(path_type=Path),
+    help="Real input data: .npz named after inputs; a data set: a folder of .npz, or arrays with a sample axis first.",
+)
+@click.option("--samples", "samples_text", metavar="N", help="Generated samples to run (or the most from --inputs).")
+@click.option("--allow-nonfinite", is_flag=True, help="NaN/Inf in an output is not a failure by itself.")
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report (error histograms) here.")
+@click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor; name where the sides first part.")
 @click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
@@ -70,6 +79,10 @@ def command(
     dims: tuple[str, ...],
     ranges: tuple[str, ...],
     npz: Path | None,
+    samples_text: str | None,
+    allow_nonfinite: bool,
+    report: Path | None,
+    layerwise: bool,
     seed_text: str | None,
     reference: Path | None,
     atol: tuple[str, ...],
@@ -82,7 +95,8 @@ def command(
 ) -> int:
     """Prove MODEL runs on the requested execution provider, every node, with the right numbers.
 
-    Exit 0 pass; 1 parity off or (with --strict-placement) nodes off the EP; 2 bad input; 3 the EP cannot be
+    Exit 0 pass; 1 parity off, NaN/Inf in an output (unless --allow-nonfinite) or (with --strict-placement) nodes
+    off the EP; 2 bad input; 3 the EP cannot be
     active here (the cause is named; never a quiet CPU run unless the config says fallback = "cpu").
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
@@ -113,6 +127,10 @@ def command(
         save_outputs=save_outputs,
         warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
         package=package,
+        samples=_int_flag(samples_text, "--samples", minimum=1),
+        allow_nonfinite=allow_nonfinite,
+        report=report,
+        layerwise=layerwise,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
@@ -126,6 +144,60 @@ def _ms(seconds: float | None) -> str:
 
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
+
+
+def escape(text: str) -> str:
+    """Text from a model or a file, safe inside rich markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _db(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "exact" if value == float("inf") else f"{value:.1f}"
+
+
+def _render_nonfinite(result: Any, console: Any) -> None:
+    if not result.nonfinite:
+        return
+    colour = "yellow" if result.allow_nonfinite else "red"
+    allowed = " (allowed by --allow-nonfinite)" if result.allow_nonfinite else ""
+    console.print(f"\n[bold {colour}]NaN/Inf in the outputs[/]{allowed}")
+    for item in result.nonfinite[:_MAX_NODES_SHOWN]:
+        console.print(f"  [{colour}]{escape(item.line())}[/]")
+    if len(result.nonfinite) > _MAX_NODES_SHOWN:
+        console.print(f"  ... {len(result.nonfinite) - _MAX_NODES_SHOWN} more (see --json)")
+
+
+def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
+    """The layer-wise section: the summary, the first tensors that diverge (roots marked), the notes."""
+    from rich.table import Table
+
+    colour = "red" if report.diverged else "green"
+    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{escape(report.summary())}[/]")
+    if report.first_divergent:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("#", "tensor", "op", "node", "max abs", "NaN/Inf", "root"):
+            table.add_column(column, justify="right" if column in ("#", "max abs", "NaN/Inf") else "left")
+        for item in report.first_divergent[:shown]:
+            table.add_row(
+                str(item.position),
+                escape(item.name),
+                escape(item.op_type),
+                escape(item.node_name),
+                _num(item.max_abs),
+                str(item.nonfinite),
+                "yes" if item.root else "",
+            )
+        console.print(table)
+        if len(report.first_divergent) > shown:
+            console.print(f"  [dim]... {report.diverged - shown} more (see --json)[/]")
+    for note in report.notes:
+        console.print(f"  [dim]{escape(note)}[/]")
+    for item in report.skipped[:5]:
+        console.print(f"  [dim]skipped {escape(item.name)}: {escape(item.reason)}[/]")
 
 
 def _mib(value: int | None) -> str:
@@ -155,14 +227,23 @@ def render(result: Any, console: Any) -> None:
     )
     if result.ep_reason:
         console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+    if result.cuda_libraries:
+        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
     if result.fallback_used:
         console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
     for item in result.inputs:
         console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
+    if result.samples:
+        console.print(f"  data set: {escape(result.dataset_source or '')}")
+    for note in result.dataset_notes:
+        console.print(f"  [dim]{escape(note)}[/]")
     for note in result.input_notes:
         console.print(f"  [dim]{note}[/]")
     _render_placement(result, console, Table)
+    _render_nonfinite(result, console)
     _render_parity(result, console, Table)
+    if result.layerwise is not None:
+        render_layerwise(result.layerwise, console)
     t = result.timings
     console.print(
         f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
@@ -183,6 +264,8 @@ def render(result: Any, console: Any) -> None:
         console.print(f"[bold]GPU memory[/]  {memory.note}")
     if result.saved_outputs is not None:
         console.print(f"outputs saved to {result.saved_outputs}")
+    if result.report_to is not None:
+        console.print(f"report written to {result.report_to}")
     colour = "green" if result.passed else "red"
     console.print(f"\n[bold {colour}]{result.verdict}[/]")
     for failure in result.failures[1:]:
@@ -220,6 +303,10 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
         console.print(f"  [dim]{result.placement_note}[/]")
+    fixed = result.fixed_dims
+    if fixed is not None:
+        colour = "green" if fixed.moved > 0 else "dim"
+        console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: Any, console: Any, table_type: Any) -> None:
@@ -235,7 +322,7 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
     if not parity.outputs:
         return
     table = table_type(show_edge=False, pad_edge=False)
-    for column in ("output", "max abs", "max rel", "mean abs", "cosine", "NaN/Inf", "result"):
+    for column in ("output", "max abs", "max rel", "cosine", "SNR dB", "NaN/Inf", "result"):
         table.add_column(column, justify="left" if column in ("output", "result") else "right")
     details = []
     for out in parity.outputs:
@@ -244,14 +331,22 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
         if out.status.value == "fail" and out.max_abs is not None:
             verdict = f"fail: {out.mismatches}/{out.elements} off"
         table.add_row(
-            out.name,
+            escape(out.name),
             _num(out.max_abs),
             _num(out.max_rel),
-            _num(out.mean_abs),
             "–" if out.cosine is None else f"{out.cosine:.6f}",
+            _db(out.snr_db),
             f"{out.nan_count}/{out.inf_count}",
             f"[{colour}]{verdict}[/]",
         )
+        if out.mean_abs is not None:
+            rtol = "no rtol" if out.min_rtol is None else f"rtol {_num(out.min_rtol)}"
+            details.append(
+                f"  {out.name}: mean abs {_num(out.mean_abs)}, median abs {_num(out.median_abs)}; would pass with "
+                f"atol {_num(out.min_atol)} or {rtol}"
+            )
+        if out.samples > 1:
+            details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
         shape = f" {list(out.shape)}" if out.shape is not None else ""
         if out.atol is not None:
             basis = " (given)" if out.tolerance_given else f" ({out.precision.value} defaults)"
@@ -260,6 +355,6 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
             details.append(f"  {out.name}: {out.reason}")
     console.print(table)
     for line in details:
-        console.print(f"[dim]{line}[/]")
+        console.print(f"[dim]{escape(line)}[/]")
     if parity.extra_reference_names:
         console.print(f"  [dim]in the reference but not model outputs: {', '.join(parity.extra_reference_names)}[/]")

@@ -21,17 +21,47 @@ __all__ = ["command", "render_doctor"]
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
 @click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Print the pip commands (for this Python) that repair ONNX Runtime inside this environment.",
+)
+@click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
+@click.option("--ray", "use_ray", is_flag=True, help="Run the doctor on every node of a Ray cluster: one table.")
+@click.option("--ray-address", metavar="HOST:PORT", help="The Ray cluster (implies --ray).")
+@click.option(
     "--quick",
     is_flag=True,
     help="Skip the child process that loads the CUDA provider and runs a session (the slow part on a GPU machine); "
     "the report says what is then not verified.",
 )
 @json_option
-def command(package: Path | None, quick: bool, as_json: bool) -> int:
+def command(
+    package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, quick: bool, as_json: bool
+) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
+    if use_ray or ray_address is not None:
+        from ortgpu.cli.doctor_fleet import run_fleet
+
+        if package is not None or fix:
+            raise click.UsageError("--ray runs the doctor on the nodes: it does not combine with --package or --fix")
+        return run_fleet(ray_address, as_json)
+    if yes and not fix:
+        raise click.UsageError("--yes runs the fixes of --fix: give both")
+    if fix and package is not None:
+        raise click.UsageError("--fix repairs this environment; it does not apply to --package")
+    if fix:
+        from ortgpu.cli.doctor_fix import render_fix
+        from ortgpu.env.doctor import diagnose
+        from ortgpu.fix import fix_environment
+
+        with progress_reporter(enabled=not as_json) as progress:
+            result = fix_environment(diagnose(progress=progress), apply=yes, progress=progress)
+        emit("doctor.fix", result, as_json, render_fix)
+        return result.exit_code
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package

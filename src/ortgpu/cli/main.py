@@ -8,15 +8,22 @@ from collections.abc import Sequence
 
 import click
 
-from ortgpu import __version__
 from ortgpu.cli.registry import LazyGroup
+from ortgpu.cli.signals import call_handling_sigterm
 from ortgpu.errors import ExitCode, OrtgpuError
 
 __all__ = ["cli", "main", "run"]
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ortgpu")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _print_version(ctx) if value and not ctx.resilient_parsing else None,
+    help="Show ortgpu's version, the Python running it and the ONNX Runtime it would load, then exit.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -27,6 +34,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+
+
+def _print_version(ctx: click.Context) -> None:
+    """ortgpu, Python, and the ORT distribution `import onnxruntime` would load (read from metadata, not imported)."""
+    from ortgpu.runtime.identity import version_info
+
+    for line in version_info().lines():
+        click.echo(line)
+    ctx.exit(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,4 +85,4 @@ def _report_error(exc: OrtgpuError, as_json: bool) -> None:
 
 def run() -> None:
     """Console-script wrapper: the only place that exits the process."""
-    sys.exit(main())
+    sys.exit(call_handling_sigterm(main))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import shutil
 import stat
 import tempfile
 import zipfile
@@ -15,10 +14,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from ortgpu.errors import BadInputError
+from ortgpu.untrusted import ByteLimit, human_bytes, name_problem, printable
 
 __all__ = [
+    "EXTRACT_LIMIT",
+    "MAX_RATIO",
     "OpenedPackage",
     "PackageError",
     "PackageKind",
@@ -57,13 +60,22 @@ _BUILD_INFO = "build_and_package_info.py"  # read as text, never executed
 _COPY_CHUNK = 1 << 20
 _MAX_FOLDER_FILES = 200_000  # a folder bigger than this is not a release folder (e.g. a whole disk)
 
+# Decompression bombs. What analysis needs of a real release is ORT's own libraries (the largest, the CUDA provider,
+# is a few hundred MB) plus a few text files; compressed libraries expand 2-5x. Both bounds are checked on the sizes
+# the archive declares, before one byte is extracted, and the copy itself is counted against the limit.
+EXTRACT_LIMIT = ByteLimit("ORTGPU_MAX_EXTRACT", 2 << 30, "files extracted from one package")
+MAX_RATIO = 100  # expansion of one zip member, or of a whole tar stream, beyond which it is a bomb
+_RATIO_FLOOR = 1 << 20  # members (zip) or archives (tar) that expand to less than this are not judged by ratio
+
 
 def is_ort_library(name: str) -> bool:
     """True for ORT's own shared libraries: core, providers, Python binding (by file name)."""
-    return bool(_ORT_LIBRARY.match(posixpath.basename(name)))
+    return bool(_ORT_LIBRARY.fullmatch(posixpath.basename(name)))
 
 
-def _wanted(name: str) -> bool:
+def _wanted(name: str, also: Callable[[str], bool] | None = None) -> bool:
+    if also is not None and also(name):
+        return True
     base = posixpath.basename(name)
     parent = posixpath.basename(posixpath.dirname(name))
     if is_ort_library(base) or base in _TEXT_FILES:
@@ -96,9 +108,15 @@ class OpenedPackage:
 
 
 @contextmanager
-def open_package(path: str | os.PathLike[str], progress: Progress | None = None) -> Iterator[OpenedPackage]:
+def open_package(
+    path: str | os.PathLike[str], progress: Progress | None = None, *, also: Callable[[str], bool] | None = None
+) -> Iterator[OpenedPackage]:
     """Open a wheel, .zip, .tgz/.tar.* or a folder; archives are checked in full before one byte is extracted.
 
+    ``files`` holds what analysis needs (ORT's libraries, VERSION_NUMBER, wheel metadata) and the members ``also``
+    accepts (``bundle`` asks for headers and licences): this is the one reader of package archives. Member names
+    are checked (no absolute path, '..', control character or over-long part), links must stay inside, special
+    files are refused, and declared sizes are checked against EXTRACT_LIMIT and MAX_RATIO before extracting.
     Extracted files live in a private temp folder that is removed when the context ends, whatever happens.
     """
     report = progress or (lambda message, fraction=None: None)
@@ -106,15 +124,19 @@ def open_package(path: str | os.PathLike[str], progress: Progress | None = None)
     if not source.exists():
         raise PackageError(f"{source}: no such file or folder", "give an onnxruntime wheel, .zip/.tgz or folder")
     if source.is_dir():
-        yield _open_folder(source)
+        yield _open_folder(source, also)
         return
+    if not source.is_file():  # a FIFO would block the read forever, a device would be read without end
+        raise PackageError(
+            f"{source}: not a regular file (a device, FIFO or socket)", "give an onnxruntime wheel, .zip/.tgz or folder"
+        )
     kind = _archive_kind(source)
     with tempfile.TemporaryDirectory(prefix="ortgpu-package-") as tmp:
         root = Path(tmp)
         if kind is PackageKind.TARBALL:
-            opened = _open_tar(source, root, report)
+            opened = _open_tar(source, root, report, also)
         else:
-            opened = _open_zip(source, kind, root, report)
+            opened = _open_zip(source, kind, root, report, also)
         yield opened
 
 
@@ -155,9 +177,16 @@ def _safe_member_name(source: Path, raw: str) -> str:
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeArchiveError(
-            f"{source}: member {raw!r} points outside the archive ('..'); nothing was extracted",
+            f"{source}: member {printable(raw)} points outside the archive ('..'); nothing was extracted",
             "the archive is unsafe: get the package from its official source",
         )
+    for part in parts:
+        problem = name_problem(part)
+        if problem is not None:  # a control character or an over-long part: no release has one
+            raise UnsafeArchiveError(
+                f"{source}: member name {printable(raw)} is unusable ({problem}); nothing was extracted",
+                "the archive is unsafe: get the package from its official source",
+            )
     return "/".join(parts)
 
 
@@ -185,7 +214,9 @@ def _local_path(root: Path, member: str) -> Path:
 # --- zip and wheel --------------------------------------------------------------------------------------------------
 
 
-def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> OpenedPackage:
+def _open_zip(
+    source: Path, kind: PackageKind, root: Path, report: Progress, also: Callable[[str], bool] | None
+) -> OpenedPackage:
     what = "wheel" if kind is PackageKind.WHEEL else "zip archive"
     try:
         archive = zipfile.ZipFile(source)
@@ -212,9 +243,13 @@ def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> 
             if file_type not in (0, stat.S_IFREG):
                 raise _special_file(source, info.filename)
             members.append(name)
-            if _wanted(name):
+            if _wanted(name, also):
                 wanted.append((name, info))
         _require_ort_library(source, members, what)
+        for name, info in wanted:
+            if info.file_size > _RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+                raise _bomb(source, name, info.file_size, info.compress_size)
+        budget = _check_budget(source, sum(info.file_size for _, info in wanted))
         files: dict[str, Path] = {}
         total = sum(info.file_size for _, info in wanted) or 1
         done = 0
@@ -225,7 +260,7 @@ def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> 
             try:
                 # A private temp folder removed at the end: no atomic rename needed here.
                 with archive.open(info) as src, open(local, "wb") as dst:
-                    shutil.copyfileobj(src, dst, _COPY_CHUNK)
+                    budget -= _bounded_copy(source, src, dst, budget)
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
                 raise PackageError(
                     f"{source}: member {name} is corrupt ({exc}); the {what} is truncated or damaged",
@@ -235,6 +270,43 @@ def _open_zip(source: Path, kind: PackageKind, root: Path, report: Progress) -> 
             done += info.file_size
         report("extracted", 1.0)
     return OpenedPackage(source=source, kind=kind, members=tuple(members), files=files, links=links)
+
+
+def _bomb(source: Path, member: str, size: int, packed: int) -> UnsafeArchiveError:
+    ratio = size / max(packed, 1)
+    return UnsafeArchiveError(
+        f"{source}: {member} expands {ratio:,.0f}x ({human_bytes(size)} from {human_bytes(packed)}), more than the "
+        f"{MAX_RATIO}x any ORT release does: a decompression bomb; nothing was extracted",
+        "the archive is unsafe: get the package from its official source",
+    )
+
+
+def _check_budget(source: Path, declared: int) -> int:
+    """The bytes extraction may write; refuses at once when the members needed declare more than that."""
+    limit = EXTRACT_LIMIT.value()
+    if declared > limit:
+        raise PackageError(
+            f"{source}: the members needed declare {human_bytes(declared)}, more than ortgpu extracts from a "
+            "package; nothing was extracted",
+            EXTRACT_LIMIT.hint(),
+        )
+    return limit
+
+
+def _bounded_copy(source: Path, src: BinaryIO, dst: BinaryIO, budget: int) -> int:
+    """Copy ``src`` to ``dst``, stopping with an error once more than ``budget`` bytes came out; returns the bytes."""
+    copied = 0
+    while True:
+        chunk = src.read(_COPY_CHUNK)
+        if not chunk:
+            return copied
+        copied += len(chunk)
+        if copied > budget:  # a member that holds more than it declared
+            raise PackageError(
+                f"{source}: extraction passed {human_bytes(budget)} (more than the archive declared); stopped",
+                EXTRACT_LIMIT.hint(),
+            )
+        dst.write(chunk)
 
 
 def _special_file(source: Path, member: str) -> UnsafeArchiveError:
@@ -257,7 +329,32 @@ def _read_zip_member(source: Path, archive: zipfile.ZipFile, info: zipfile.ZipIn
 # --- tar ------------------------------------------------------------------------------------------------------------
 
 
-def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
+def _tar_entries(source: Path, archive: Any, bad: str) -> list[Any]:
+    """Every member's header (the whole stream is read, so every member is checked before extracting); stops as
+    soon as the sizes declared so far expand the file more than MAX_RATIO, before decompressing that data."""
+    import tarfile
+
+    ceiling = max(MAX_RATIO * source.stat().st_size, _RATIO_FLOOR)
+    declared = 0
+    entries = []
+    try:
+        while (entry := archive.next()) is not None:
+            if entry.issparse():  # holes that extraction fills: 249 bytes may declare gigabytes
+                raise UnsafeArchiveError(
+                    f"{source}: member {printable(entry.name)} is a sparse file, which no ORT release holds; "
+                    "nothing was extracted",
+                    "the archive is unsafe: get the package from its official source",
+                )
+            declared += max(entry.size, 0)
+            if declared > ceiling:
+                raise _bomb(source, "the archive", declared, source.stat().st_size)
+            entries.append(entry)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise PackageError(f"{bad}: {exc}", "re-download the package") from None
+    return entries
+
+
+def _open_tar(source: Path, root: Path, report: Progress, also: Callable[[str], bool] | None) -> OpenedPackage:
     import tarfile
 
     bad = f"{source}: not a valid tar archive (truncated or corrupt)"
@@ -266,10 +363,7 @@ def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise PackageError(f"{bad}: {exc}", "re-download the package") from None
     with archive:
-        try:
-            entries = archive.getmembers()  # reads the whole archive: every member is checked before extracting
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise PackageError(f"{bad}: {exc}", "re-download the package") from None
+        entries = _tar_entries(source, archive, bad)
         members: list[str] = []
         links: dict[str, str] = {}
         wanted: list[tuple[str, tarfile.TarInfo]] = []
@@ -287,9 +381,10 @@ def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
             if not entry.isreg():
                 raise _special_file(source, entry.name)
             members.append(name)
-            if _wanted(name):
+            if _wanted(name, also):
                 wanted.append((name, entry))
         _require_ort_library(source, members + list(links), "archive")
+        budget = _check_budget(source, sum(entry.size for _, entry in wanted))
         files: dict[str, Path] = {}
         total = sum(entry.size for _, entry in wanted) or 1
         done = 0
@@ -303,8 +398,8 @@ def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
                 if src is None:
                     continue
                 with src, open(local, "wb") as dst:
-                    shutil.copyfileobj(src, dst, _COPY_CHUNK)
-            except (tarfile.TarError, EOFError, OSError) as exc:
+                    budget -= _bounded_copy(source, src, dst, budget)
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
                 raise PackageError(f"{bad}: {exc}", "re-download the package") from None
             files[name] = local
             done += entry.size
@@ -315,7 +410,7 @@ def _open_tar(source: Path, root: Path, report: Progress) -> OpenedPackage:
 # --- folder ---------------------------------------------------------------------------------------------------------
 
 
-def _open_folder(source: Path) -> OpenedPackage:
+def _open_folder(source: Path, also: Callable[[str], bool] | None = None) -> OpenedPackage:
     members: list[str] = []
     links: dict[str, str] = {}
     files: dict[str, Path] = {}
@@ -333,7 +428,7 @@ def _open_folder(source: Path) -> OpenedPackage:
             if not local.is_file():
                 continue
             members.append(name)
-            if _wanted(name):
+            if _wanted(name, also):
                 files[name] = local
             if len(members) > _MAX_FOLDER_FILES:
                 raise PackageError(

@@ -77,9 +77,23 @@ if cfg["import_ort"]:
             sys.path.insert(0, cfg["module_parent"])
         import onnxruntime as ort
         ort.set_default_logger_severity(3)
+        said, preload_error = "", None
         if cfg["preload"]:
-            ort.preload_dlls()
-        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None})
+            import contextlib, io
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):  # preload_dlls reports failures on stdout
+                if not hasattr(ort, "preload_dlls"):
+                    preload_error = "this onnxruntime has no preload_dlls()"
+                else:
+                    for call in cfg.get("preload_calls") or [{}]:
+                        try:
+                            ort.preload_dlls(**call)
+                        except Exception as exc:
+                            preload_error = type(exc).__name__ + ": " + str(exc)
+                            break
+            said = buffer.getvalue()[-2000:]
+        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None,
+                      "preload_output": said, "preload_error": preload_error})
     except Exception as exc:  # reported as text: an import failure is a finding, not a crash
         ort = None
         stage("ort", {"file": None, "version": None, "error": type(exc).__name__ + ": " + str(exc)})
@@ -188,6 +202,9 @@ class LoadAttempt:
     stderr_tail: str
     duration_s: float
     conv: bool = True  # the session ran a Conv (cuDNN loaded); False: the minimal Add model
+    preload_calls: tuple[str, ...] = ()  # the preload_dlls calls made first, as text ("onnxruntime.preload_dlls()")
+    preload_output: str = ""  # what they printed (failures to load a library)
+    preload_error: str | None = None  # a call that raised, or "this onnxruntime has no preload_dlls()"
 
     @property
     def ok(self) -> bool:
@@ -244,6 +261,7 @@ def attempt_load(
     session: bool = False,
     module_parent: Path | None = None,
     preload: bool = False,
+    preload_calls: Sequence[tuple[str, Mapping[str, Any]]] = (),
     device_id: int = 0,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
@@ -253,9 +271,12 @@ def attempt_load(
     """Load `libraries` in a fresh child (first with RTLD_GLOBAL), optionally create a CUDA session there.
 
     `module_parent` is the folder holding the onnxruntime package to import, so the child uses
-    the same copy the parent diagnosed. The session runs a one-Conv model (cuDNN loaded and initialised)
-    unless `conv` is False: then one Add (ADD_MODEL), the least a CUDA session can do.
+    the same copy the parent diagnosed. `preload` calls onnxruntime.preload_dlls() first; `preload_calls`
+    (text, keyword arguments) makes those calls instead of the one without arguments. The session runs a
+    one-Conv model (cuDNN loaded and initialised) unless `conv` is False: then one Add (ADD_MODEL), the least a
+    CUDA session can do.
     """
+    preload = preload or bool(preload_calls)
     config = {
         "mark": _MARK,
         "prefixes": list(MAPPED_PREFIXES),
@@ -264,14 +285,19 @@ def attempt_load(
         "session": session,
         "module_parent": str(module_parent) if module_parent else None,
         "preload": preload,
+        "preload_calls": [dict(kwargs) for _, kwargs in preload_calls],
         "device_id": device_id,
         "model_hex": None if conv else ADD_MODEL.hex(),
     }
     child = run_child(_CHILD, config, python=python, env=os.environ if env is None else env, timeout_s=timeout_s)
-    result = _result(
+    attempt = _result(
         child.stages, session, preload, child.returncode, child.stderr, child.duration_s, timed_out=child.timed_out
     )
-    return dataclasses.replace(result, conv=conv)
+    attempt = dataclasses.replace(attempt, conv=conv)
+    if not preload:
+        return attempt
+    texts = tuple(text for text, _ in preload_calls) or ("onnxruntime.preload_dlls()",)
+    return dataclasses.replace(attempt, preload_calls=texts)
 
 
 def _stages(stdout: str, mark: str) -> dict[str, Any]:
@@ -330,6 +356,8 @@ def _result(
         returncode=returncode,
         stderr_tail=_stderr_tail(stderr),
         duration_s=duration,
+        preload_output=(ort.get("preload_output") or "").strip(),
+        preload_error=ort.get("preload_error"),
     )
 
 

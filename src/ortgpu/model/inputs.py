@@ -361,6 +361,17 @@ def _load_npz(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _known_arrays(arrays: Mapping[str, np.ndarray], path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
+    unknown = sorted(set(arrays) - set(model.input_names))
+    if unknown:
+        raise InputError(
+            f"{path.name}: {', '.join(repr(u) for u in unknown)} not an input of {model.path.name}; "
+            f"its inputs are {_valid_names(model)}",
+            "name the arrays after the model's inputs",
+        )
+    return dict(arrays)
+
+
 def _conform_npz_array(info: TensorInfo, array: np.ndarray, path: Path) -> np.ndarray:
     import numpy as np
 
@@ -458,21 +469,24 @@ def _generate(
     return rng.integers(low, high, size=shape, dtype=dtype, endpoint=True)
 
 
-def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
+def make_inputs(
+    model: ModelInfo, spec: InputSpec, arrays: Mapping[str, np.ndarray] | None = None, source: str | None = None
+) -> ResolvedInputs:
     """Feeds for every real input of ``model``: from ``spec.npz`` where given, generated elsewhere.
 
-    Generated data is reproducible from ``spec.seed``; integer inputs that index an embedding table stay
-    inside it. Raises InputError (exit 2) for unknown input names, wrong rank / dtype / fixed dims, pickled
-    npz content, and dims nothing fixes (naming the input, the dim and the flag to use).
+    ``arrays`` (named like the inputs, e.g. one sample of a data set) stand in for ``spec.npz``; ``source``
+    names them in messages. Generated data is reproducible from ``spec.seed``; integer inputs that index an
+    embedding table stay inside it. Raises InputError (exit 2) for unknown input names, wrong rank / dtype /
+    fixed dims, pickled npz content, and dims nothing fixes (naming the input, the dim and the flag to use).
     """
     import numpy as np
 
     _check_names(model, spec.ranges, "--range", f"{model.input_names[0]}=0,1" if model.inputs else "x=0,1")
     notes: list[str] = []
     real: dict[str, np.ndarray] = {}
-    if spec.npz is not None:
-        path = Path(spec.npz)
-        arrays = _load_npz(path, model)
+    if arrays is not None or spec.npz is not None:
+        path = Path(source or "data") if arrays is not None else Path(spec.npz or "")
+        arrays = _load_npz(path, model) if arrays is None else _known_arrays(arrays, path, model)
         for info in model.inputs:
             if info.name not in arrays:
                 continue

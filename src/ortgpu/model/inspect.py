@@ -19,7 +19,10 @@ __all__ = [
     "ModelError",
     "ModelInfo",
     "TensorInfo",
+    "dim_value",
     "inspect_model",
+    "load_model",
+    "walk_tensors",
 ]
 
 # ONNX tensor element type name -> numpy dtype name, for every type ORT's Python API takes as numpy input.
@@ -125,6 +128,11 @@ def inspect_model(path: str | Path, *, check: bool = True) -> ModelInfo:
     the ONNX checker rejects (``check=False`` skips the checker), and external data that is missing or that
     points outside the model's folder (``..``, absolute paths, symlinks leading out).
     """
+    return load_model(path, check=check)[0]
+
+
+def load_model(path: str | Path, *, check: bool = True) -> tuple[ModelInfo, onnx.ModelProto]:
+    """:func:`inspect_model` plus the parsed ModelProto (external data not loaded), for callers that read more."""
     path = Path(path)
     data = _read_model_bytes(path)
     model = _parse_model(path, data)
@@ -142,7 +150,7 @@ def inspect_model(path: str | Path, *, check: bool = True) -> ModelInfo:
         op_types[node.op_type] += 1
         has_subgraphs = has_subgraphs or depth > 0
     producer = " ".join(p for p in (model.producer_name, model.producer_version) if p)
-    return ModelInfo(
+    info = ModelInfo(
         path=path,
         sha256=hashlib.sha256(data).hexdigest(),
         size_bytes=len(data),
@@ -159,6 +167,7 @@ def inspect_model(path: str | Path, *, check: bool = True) -> ModelInfo:
         initializer_count=len(initializer_names),
         has_subgraphs=has_subgraphs,
     )
+    return info, model
 
 
 def _read_model_bytes(path: Path) -> bytes:
@@ -381,3 +390,8 @@ def _gather_rows(node: Any, table_dims: tuple[int, ...]) -> int | None:
         return None
     rows = table_dims[axis]
     return rows if rows > 0 else None
+
+
+# Public names for other rooms: `ortgpu inspect` reads the same dims and walks the same tensors.
+dim_value = _dim
+walk_tensors = _walk_tensors

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.result import BenchCase, BenchResult
 
-__all__ = ["Figure", "escape", "figures", "render_html", "write_report"]
+__all__ = ["STYLE", "Figure", "escape", "figures", "png", "render_html", "write_report"]
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d2430}
@@ -437,3 +437,8 @@ def write_report(
 def escape(text: object) -> str:
     """HTML-escape ``text`` (for callers building ``sections``)."""
     return _e(text)
+
+
+# The page style and the PNG renderer, for the other reports built from the same parts (`ortgpu profile`).
+STYLE = _STYLE
+png = _png

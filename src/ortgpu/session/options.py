@@ -13,6 +13,7 @@ from ortgpu.config import (
     GraphOptimizationLevel,
     validate_ep_options,
 )
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime
@@ -31,7 +32,7 @@ VERBOSE = 0  # ORT's log severity for "verbose": the level at which it logs node
 
 def build_session_options(config: Config, *, log_severity: int, logid: str) -> onnxruntime.SessionOptions:
     """SessionOptions from ``config.session``; ``log_severity`` replaces the configured level while building."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     settings = config.session
     options = ort.SessionOptions()
@@ -49,6 +50,10 @@ def build_session_options(config: Config, *, log_severity: int, logid: str) -> o
     options.enable_mem_reuse = bool(settings["enable_mem_reuse"])
     options.enable_cpu_mem_arena = bool(settings["enable_cpu_mem_arena"])
     options.use_deterministic_compute = bool(settings["use_deterministic_compute"])
+    for name, value in dict(settings.get("free_dims") or {}).items():
+        options.add_free_dimension_override_by_name(name, int(value))
+    for denotation, value in dict(settings.get("free_dim_denotations") or {}).items():
+        options.add_free_dimension_override_by_denotation(denotation, int(value))
     options.log_severity_level = log_severity
     options.logid = logid
     return options
@@ -56,7 +61,7 @@ def build_session_options(config: Config, *, log_severity: int, logid: str) -> o
 
 def run_options(config: Config) -> onnxruntime.RunOptions:
     """RunOptions at the configured run log level (a session built verbose would otherwise log runs verbosely)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     options = ort.RunOptions()
     options.log_severity_level = int(config.session["run_log_severity_level"])

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
 from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -56,6 +58,7 @@ class VerifiedSession:
         placement: PlacementReport | None = None,
         placement_note: str | None = None,
         build_log: str = "",
+        cuda_libraries: str | None = None,
     ) -> None:
         self.ort = ort
         self.model = model
@@ -72,6 +75,7 @@ class VerifiedSession:
         self.placement = placement
         self.placement_note = placement_note
         self.build_log = build_log  # what ORT logged while the session was built (captured, not printed)
+        self.cuda_libraries = cuda_libraries  # GPU EPs: how CUDA/cuDNN were loaded (ortgpu.runtime.preload)
         self.last_run_s: float | None = None
         self.warmup_s: tuple[float, ...] = ()
         self.warmup_shapes: dict[str, tuple[int, ...]] = {}
@@ -98,7 +102,7 @@ class VerifiedSession:
         return outputs
 
     def _run_impl(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None) -> list[np.ndarray]:
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         try:
             return self.ort.run(list(output_names) if output_names else None, dict(feeds), self._run_options)
@@ -158,7 +162,7 @@ class VerifiedSession:
 
 
 def _available_providers() -> list[str]:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.get_available_providers()
 
@@ -171,9 +175,10 @@ def _create(
     options: list[dict[str, str]],
     collect_placement: bool,
     profile_dir: Path | None = None,
+    optimized_model_path: Path | None = None,
 ) -> tuple[Any, float, str, str]:
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.capture import capture_native_stderr
 
@@ -183,6 +188,12 @@ def _create(
     if profile_dir is not None:
         session_options.enable_profiling = True
         session_options.profile_file_prefix = str(Path(profile_dir) / "ortgpu-profile")
+    if optimized_model_path is not None:
+        # The graph as ORT will run it; weights go to a side file so a large model's graph stays small.
+        session_options.optimized_model_filepath = str(optimized_model_path)
+        session_options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", Path(optimized_model_path).name + ".data"
+        )
     errors = ort_exception_types()
     with capture_native_stderr() as log, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -227,6 +238,7 @@ def open_session(
     *,
     model_info: ModelInfo | None = None,
     profile_dir: Path | None = None,
+    optimized_model_path: Path | None = None,
 ) -> VerifiedSession:
     """Build a session on ``ep`` (default: :func:`best_available_ep`) and prove ``ep`` is the active provider.
 
@@ -235,7 +247,8 @@ def open_session(
     ProviderUnavailableError (exit 3) with the cause, unless ``config.fallback`` is CPU: then the session runs
     on CPU with ``fallback_used`` set. ``collect_placement`` reads the per-node placement from ORT's verbose log.
     ``model_info`` skips a second inspection of a model already inspected; ``profile_dir`` turns ORT profiling
-    on, written there (see :meth:`VerifiedSession.end_profiling`).
+    on, written there (see :meth:`VerifiedSession.end_profiling`); ``optimized_model_path`` makes ORT save the graph
+    it optimised (weights in a ``.data`` file beside it).
     """
     from ortgpu.model.inspect import inspect_model
     from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
@@ -249,6 +262,7 @@ def open_session(
         ep = ExecutionProvider.parse(ep)
     names, options = provider_chain(ep, config, provider_options, device_id)
     device = device_of(options[0]) if ep.is_gpu else 0
+    cuda_libraries = ensure_preloaded().summary if ep.is_gpu else None
     fallback_reason = None
     if ep.ort_name not in _available_providers():
         missing = missing_from_build_error(ep)
@@ -257,7 +271,10 @@ def open_session(
         fallback_reason = missing.message
         names, options = ["CPUExecutionProvider"], [{}]
 
-    session, elapsed, log_text, logid = _create(model.path, ep, config, names, options, collect_placement, profile_dir)
+    path = config.model_file_for(model.path, model.sha256)  # [model] file: the tuned copy of this model
+    session, elapsed, log_text, logid = _create(
+        path, ep, config, names, options, collect_placement, profile_dir, optimized_model_path
+    )
     active_names = list(session.get_providers())
     if ep.ort_name not in active_names and fallback_reason is None:
         error = inactive_provider_error(ep, active_names, log_text)
@@ -287,6 +304,7 @@ def open_session(
         placement=placement,
         placement_note=placement_note,
         build_log=log_text,
+        cuda_libraries=cuda_libraries,
     )
 
 

@@ -32,7 +32,12 @@ def load_check(
         return Check("load.attempt", title, Status.SKIP, "no libonnxruntime_providers_cuda.so in the installed ORT")
     model = "a 1-Conv model (cuDNN loaded too)" if attempt.conv else "a 1-Add model (no cuDNN work)"
     what = f"dlopen + CUDA session on {model}" if attempt.session_requested else "dlopen only (no usable GPU)"
+    if attempt.preload_calls:  # as ortgpu's own GPU sessions do (ortgpu.runtime.preload)
+        what = "; ".join(attempt.preload_calls) + ", then " + what
     details: dict[str, Any] = {"duration_s": round(attempt.duration_s, 3), "mode": what}
+    if attempt.preload_calls:
+        details["preload_calls"] = list(attempt.preload_calls)
+        details["preload_output"] = attempt.preload_output
     if preload is not None:
         details["with_preload_dlls"] = preload.outcome.value
     if attempt.ok:
@@ -42,6 +47,8 @@ def load_check(
             evidence = f"{what}: libonnxruntime_providers_shared.so and {cuda_lib.path.name} load"
         return Check("load.attempt", title, Status.OK, evidence, details=details)
     evidence = f"{what}: {attempt.outcome.value}: {attempt.error}"
+    if attempt.preload_error:
+        evidence += f" (preload_dlls: {attempt.preload_error})"
     if preload is not None:
         evidence += f"; with onnxruntime.preload_dlls() first: {preload.outcome.value}"
         if preload.error:
