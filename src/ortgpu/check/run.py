@@ -38,9 +38,10 @@ from ortgpu.check.result import (
     verdict_line,
 )
 from ortgpu.config import Config, ExecutionProvider
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.placement import PlacementReport
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session.failures import RunFailedError
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -180,23 +181,26 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     if request.reference is not None:
         references = _load_reference(request.reference, model, len(dataset.samples))
     inputs = dataset.samples[0].inputs
-    if request.package is not None:
-        from ortgpu.check.package import run_through_package
+    try:
+        if request.package is not None:
+            from ortgpu.check.package import run_through_package
 
-        if request.layerwise:
-            raise BadInputError(
-                "--layerwise runs through the onnxruntime wheel, not a package's C library",
-                "drop --package to compare layer by layer",
-            )
-        if len(dataset.samples) > 1:
-            raise BadInputError(
-                f"--package runs one sample; the data set has {len(dataset.samples)}",
-                "check a data set through the wheel, or give one sample with --package",
-            )
-        executed = run_through_package(request, request.package, model, inputs.feeds, report)
-    else:
-        extra = [s.inputs.feeds for s in dataset.samples[1:]]
-        executed = _run_through_wheel(request, model, inputs.feeds, report, extra)
+            if request.layerwise:
+                raise BadInputError(
+                    "--layerwise runs through the onnxruntime wheel, not a package's C library",
+                    "drop --package to compare layer by layer",
+                )
+            if len(dataset.samples) > 1:
+                raise BadInputError(
+                    f"--package runs one sample; the data set has {len(dataset.samples)}",
+                    "check a data set through the wheel, or give one sample with --package",
+                )
+            executed = run_through_package(request, request.package, model, inputs.feeds, report)
+        else:
+            extra = [s.inputs.feeds for s in dataset.samples[1:]]
+            executed = _run_through_wheel(request, model, inputs.feeds, report, extra)
+    except RunFailedError as exc:
+        raise _name_the_inputs(exc, model, inputs, spec) from None
 
     report("comparing outputs", 0.8)
     all_outputs = [executed.outputs, *executed.more_outputs]
@@ -291,6 +295,25 @@ def _nonfinite(
         label = dataset.samples[index].label if several else None
         found.extend(scan_outputs(values, label, reference))
     return tuple(found)
+
+
+def _name_the_inputs(exc: RunFailedError, model: ModelInfo, inputs: ResolvedInputs, spec: InputSpec) -> OrtgpuError:
+    """A run failure traced from the node ORT names to the model inputs it reads: generated ones get the flags that
+    replace them (exit 2), values from --inputs are named (exit 1); otherwise the error as it was."""
+    from ortgpu.model.culprits import explain_run_failure
+    from ortgpu.model.inputs import DEFAULT_FLOAT_RANGE, DEFAULT_INT_RANGE, InputError
+
+    dtypes = {i.name: i.dtype for i in model.inputs}
+    ranges = {
+        name: spec.ranges.get(name, DEFAULT_INT_RANGE if dtype.startswith(("int", "uint")) else DEFAULT_FLOAT_RANGE)
+        for name, dtype in dtypes.items()
+    }
+    culprit = explain_run_failure(exc.message, model.path, dtypes, inputs.sources, ranges, inputs.shapes)
+    if culprit is None:
+        return exc
+    if culprit.generated_only:
+        return InputError(culprit.message, culprit.hint)
+    return RunFailedError(culprit.message, culprit.hint)
 
 
 def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:

@@ -247,7 +247,7 @@ def render(result: Any, console: Any) -> None:
             show_edge=False,
             pad_edge=False,
         )
-        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "verdict"):
+        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "P(>max)", "verdict"):
             # the verdict is what CI gates on: never elided, whatever the terminal width
             delta.add_column(
                 column, justify="left" if column in ("case", "verdict") else "right", no_wrap=column == "verdict"
@@ -263,9 +263,13 @@ def render(result: Any, console: Any) -> None:
                 _ms(c.baseline_p95_ms),
                 _ms(c.p95_ms),
                 f"{c.p95_delta:+.1%}",
+                "-" if c.confidence is None else f"{c.confidence:.0%}",
                 verdict,
             )
         console.print(delta)
+        for c in comparison.cases:  # why: the test, the re-measure, what was not counted
+            for reason in c.reasons:
+                console.print(f"  [dim]{x(c.key.label)}[/]: {x(reason)}", soft_wrap=True)
         regressed = [c.key.label for c in comparison.cases if c.verdict.value == "regressed"]
         if regressed:
             console.print(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
 from ortgpu.limits import INPUT_DATA_LIMIT, InputTooLargeError
+from ortgpu.model.culprits import describe_open_dims, find_open_dims
 from ortgpu.untrusted import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -301,6 +302,10 @@ def resolve_shapes(
             label = f"{lead!r}" if isinstance(lead, str) else "(unknown)"
             notes.append(f"input {info.name!r}: leading dim {label} defaulted to {lead_default}")
 
+    unfixed = [i for i in model.inputs if i.name not in given and i.name not in spec.shapes]
+    open_dims, partial = find_open_dims(unfixed, bindings, _eval_dim_expression, _expression_names, lead_default)
+    if open_dims:  # every open dim in one message, with one flag line that fixes them all
+        raise InputError(*describe_open_dims(open_dims, partial))
     shapes: dict[str, tuple[int, ...]] = {}
     for info in model.inputs:
         if info.name in given:
