@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 COLUMNS=160
 have benchmarks/h200_install.sh && step install 120 bash benchmarks/h200_install.sh "$res/install"
 export LD_LIBRARY_PATH=$NV/cu13/lib:$NV/cudnn/lib:$base_ld
-have benchmarks/h200_tune.py && step tune 330 python3 benchmarks/h200_tune.py "$res/tune" --budget ${TUNE_BUDGET:-45} --work /tmp/models
+have benchmarks/h200_tune.py && step tune 420 python3 benchmarks/h200_tune.py "$res/tune" --budget ${TUNE_BUDGET:-45} --work /tmp/models
 have benchmarks/h200_warmup_fidelity.py && step warmup 150 python3 benchmarks/h200_warmup_fidelity.py "$res/warmup" --rounds 3 --work /tmp/models
 have benchmarks/h200_fp16_compare.py && step fp16 240 python3 benchmarks/h200_fp16_compare.py "$res/fp16" --work /tmp/models
 have benchmarks/h200_profile.py && step profile 150 python3 benchmarks/h200_profile.py "$res/profile" --work /tmp/models

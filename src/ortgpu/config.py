@@ -9,6 +9,7 @@ from typing import Any
 
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ConfigError
+from ortgpu.limits import CONFIG_LIMIT, parse_nested, read_input_text
 from ortgpu.model.inputs import InputSpec
 from ortgpu.settings import (
     ExecutionMode,
@@ -269,23 +270,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
 
-    if not path.exists():
-        raise ConfigError(f"config file not found: {path}", "check the path given to --config")
-    if path.is_dir():
-        raise ConfigError(f"{path} is a directory, not a config file", "give the path of an ortgpu.toml file")
+    hint = "it must be a UTF-8 TOML file (see docs/config.md)"
+    text = read_input_text(path, CONFIG_LIMIT, hint, what="config file", error=ConfigError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}", "it must be a UTF-8 TOML file") from None
-    try:
-        return tomllib.loads(text)
+        return parse_nested(tomllib.loads, text, f"config {path.name}", "see docs/config.md", ConfigError)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path.name} is not valid TOML: {exc}", "fix the line it names (see docs/config.md)"
         ) from None
-
-
-
 
 
 if __name__ == "__main__":  # regenerate the reference: python -m ortgpu.config > docs/config.md

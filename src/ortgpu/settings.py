@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ortgpu.errors import ConfigError
+from ortgpu.errors import ConfigError, quoted
+from ortgpu.model.inputs import MAX_DIM
 
 
 class Fallback(Enum):
@@ -106,13 +107,13 @@ def parse_bytes(value: Any, where: str = "value") -> int:
     if isinstance(value, int):
         return value
     text = str(value).strip()
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"[0-9]{1,30}", text):
         return int(text)
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)", text)
+    match = re.fullmatch(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]+)", text)
     unit = _BYTE_UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
         raise ConfigError(
-            f"{where}: cannot read {value!r} as a byte count",
+            f"{where}: cannot read {quoted(value)} as a byte count",
             "write bytes (8589934592) or a number with a unit: B, KB, MB, GB, TB (powers of 10), KiB, MiB, GiB, TiB",
         )
     return round(float(match.group(1)) * unit)
@@ -136,8 +137,10 @@ def _parse_int(setting: Setting, value: Any, where: str) -> int:
         number = value
     else:
         text = str(value).strip()
-        if not re.fullmatch(r"[+-]?\d+", text):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}", f"set {setting.name} to a whole number")
+        if not re.fullmatch(r"[+-]?[0-9]{1,30}", text):
+            raise ConfigError(
+                f"{where}: expected an integer, got {quoted(value)}", f"set {setting.name} to a whole number"
+            )
         number = int(text)
     return _check_bounds(setting, number, where)
 
@@ -146,11 +149,22 @@ def _parse_bytes_setting(setting: Setting, value: Any, where: str) -> int:
     return _check_bounds(setting, parse_bytes(value, where), where)
 
 
+# onnxruntime takes whole-number settings as a C int and byte counts as a size_t: a value past those would
+# only fail inside ORT's bindings (a multi-line pybind message), so the declaration's range is capped here.
+INT_CEILING = 2**31 - 1
+BYTES_CEILING = 2**63 - 1
+
+
 def _check_bounds(setting: Setting, number: int, where: str) -> int:
-    low, high = setting.minimum, setting.maximum
-    if (low is not None and number < low) or (high is not None and number > high):
-        bounds = f">= {low}" if high is None else f"between {low} and {high}"
-        raise ConfigError(f"{where}: {number} is out of range", f"{setting.name} must be {bounds}")
+    ceiling = BYTES_CEILING if setting.kind is Kind.BYTES else INT_CEILING
+    low = setting.minimum if setting.minimum is not None else -ceiling - 1
+    high = min(setting.maximum, ceiling) if setting.maximum is not None else ceiling
+    if number < low or number > high:
+        bounds = f">= {low}" if high == ceiling else f"between {low} and {high}"
+        if high == ceiling:
+            bounds += f" and at most {ceiling:,} ({'a 64-bit size' if setting.kind is Kind.BYTES else 'a C int'})"
+        shown = str(number) if len(str(number)) <= 24 else f"a {len(str(abs(number)))}-digit number"
+        raise ConfigError(f"{where}: {shown} is out of range", f"{setting.name} must be {bounds}")
     return number
 
 
@@ -186,9 +200,11 @@ def _parse_shapes(setting: Setting, value: Any, where: str) -> dict[str, tuple[i
             raise ConfigError(f'{where}.{name}: expected "1x3x224x224" or a list of ints', 'e.g. image = "1x3x224x224"')
         dims = []
         for part in parts:
-            if isinstance(part, bool) or not re.fullmatch(r"\d+", str(part).strip()):
-                raise ConfigError(f"{where}.{name}: {shape!r} is not a shape of whole numbers", 'e.g. "1x3x224x224"')
-            dims.append(int(str(part).strip()))
+            if isinstance(part, bool) or not re.fullmatch(r"[0-9]{1,19}", str(part).strip()):
+                raise ConfigError(
+                    f"{where}.{name}: {quoted(shape)} is not a shape of whole numbers", 'e.g. "1x3x224x224"'
+                )
+            dims.append(_dim_in_range(int(str(part).strip()), f"{where}.{name}"))
         shapes[str(name)] = tuple(dims)
     return shapes
 
@@ -198,9 +214,15 @@ def _parse_dims(setting: Setting, value: Any, where: str) -> dict[str, int]:
     dims: dict[str, int] = {}
     for name, size in table.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"{where}.{name}: expected a positive integer, got {size!r}", "e.g. batch = 8")
-        dims[str(name)] = size
+            raise ConfigError(f"{where}.{name}: expected a positive integer, got {quoted(size)}", "e.g. batch = 8")
+        dims[str(name)] = _dim_in_range(size, f"{where}.{name}")
     return dims
+
+
+def _dim_in_range(value: int, where: str) -> int:
+    if value > MAX_DIM:
+        raise ConfigError(f"{where}: dim {value} is larger than ONNX allows ({MAX_DIM:,})", "use a realistic size")
+    return value
 
 
 def _parse_ranges(setting: Setting, value: Any, where: str) -> dict[str, tuple[float, float]]:

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 from ortgpu.ep import ExecutionProvider
 from ortgpu.settings import (
+    BYTES_CEILING,
+    INT_CEILING,
     ExecutionMode,
     Fallback,
     GraphOptimizationLevel,
@@ -443,6 +445,8 @@ def config_reference_markdown() -> str:
         "",
         "`ortgpu check --config FILE`, `ortgpu.load(model, config=FILE)` and `bench` read this file; `tune` writes it.",
         "It is never read implicitly: pass it. Unknown sections or keys are refused (exit 2) with a did-you-mean.",
+        f"Whole numbers are at most {INT_CEILING:,} (onnxruntime reads them as a C int) and byte counts at most",
+        f"{BYTES_CEILING:,}; the file itself may be at most 1 MiB (`ORTGPU_MAX_CONFIG` raises that).",
         "Provider options given on the command line (`--ep-option KEY=VALUE`, `--device N`) override the file's.",
         "",
         "```toml",

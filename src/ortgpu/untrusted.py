@@ -92,7 +92,10 @@ class ByteLimit:
             raise BadInputError(
                 f"{self.variable}={raw!r} is not a size", "set it to a size such as 8G, 512M or 1000000 (bytes)"
             )
-        return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+        value = float(match.group(1)) * _UNITS[match.group(2).lower()]
+        if value >= 2**63:  # also the 5,000-digit numbers float() makes infinite
+            raise BadInputError(f"{self.variable} is larger than a 64-bit size", "set it to a size such as 8G")
+        return int(value)
 
     def hint(self) -> str:
         """How to raise the limit, for an error message."""
@@ -101,8 +104,8 @@ class ByteLimit:
 
 def human_bytes(size: int) -> str:
     value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
             return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"

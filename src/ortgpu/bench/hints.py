@@ -137,7 +137,7 @@ def bench_hints(
         details = ", ".join(f"{detail} at {where}" for where, detail in items)
         hints.append(Hint(kind, template.format(details), None))
     if interrupted:
-        hints.append(Hint(HintKind.INTERRUPTED, "interrupted: only the cases that finished are reported"))
+        hints.append(Hint(HintKind.INTERRUPTED, "only the cases that finished are reported"))
     return tuple(hints)
 
 

@@ -9,26 +9,36 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ortgpu.bench.archive import check_same_model, compare_to_baseline, load_result, save_result
+from ortgpu.bench.archive import (
+    check_same_model,
+    compare_to_baseline,
+    confirm_regressions,
+    load_result,
+    save_result,
+)
 from ortgpu.bench.backend import BenchBackend, Measured
 from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.package import PackageBackend
-from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, resolve_shapes
+from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, Shapes, resolve_shapes
 from ortgpu.bench.result import (
+    BaselineComparison,
     BenchCase,
     BenchResult,
     BenchSettings,
+    CaseKey,
     ModelSummary,
+    Verdict,
 )
 from ortgpu.bench.wheel import WheelBackend
-from ortgpu.config import load_config
+from ortgpu.config import Config, load_config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import merge_input_spec
-from ortgpu.model.inspect import inspect_model
+from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.output_paths import check_outputs
 from ortgpu.progress import Progress, silent
 
@@ -66,6 +76,43 @@ def backend_for(request: BenchRequest) -> BenchBackend:
 def _describe(info: Any) -> str:
     dims = ", ".join("?" if d is None else str(d) for d in info.shape) if info.rank is not None else "?"
     return f"{info.name} {info.dtype} [{dims}]"
+
+
+def _remeasure(
+    backend: BenchBackend,
+    request: BenchRequest,
+    config: Config,
+    model: ModelInfo,
+    by_batch: Mapping[int, Shapes],
+    comparison: BaselineComparison,
+    tell: Progress,
+) -> dict[CaseKey, BenchCase]:
+    """Measure each regressed case once more, the same way (its own request, no save, report or baseline)."""
+    again: dict[CaseKey, BenchCase] = {}
+    for compared in comparison.cases:
+        if compared.verdict is not Verdict.REGRESSED:
+            continue
+        key = compared.key
+        one = dataclasses.replace(
+            request,
+            ep=ExecutionProvider(key.ep),
+            ep_reason="re-measure",
+            modes=(BenchMode(key.mode),),
+            all_modes=False,
+            batches=(key.batch,),
+            concurrency=(key.concurrency,),
+            sessions=key.sessions,
+            compare_cpu=False,
+            save=None,
+            report=None,
+            baseline=None,
+        )
+        tell(f"re-measuring {key.label}: it looked regressed", None)
+        measured = backend.measure(one, config, model, {key.batch: by_batch[key.batch]}, silent)
+        found = [c for c in measured.cases if c.key == key and c.measured]
+        if found:
+            again[key] = found[0]
+    return again
 
 
 def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
@@ -147,9 +194,11 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         package=measured.package,
     )
     if baseline is not None and result.measured_cases:
-        result = dataclasses.replace(
-            result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
-        )
+        comparison = compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
+        if comparison.regressed and not result.interrupted:  # a case that flips on a re-measure is not a regression
+            again = _remeasure(backend, request, config, model, by_batch, comparison, tell)
+            comparison = confirm_regressions(comparison, again, baseline)
+        result = dataclasses.replace(result, comparison=comparison)
     if request.against_defaults:
         result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
     if request.save is not None:

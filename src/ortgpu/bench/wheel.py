@@ -7,6 +7,7 @@ Ctrl-C stops a case between two runs and the result keeps what finished.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -94,6 +95,24 @@ def _timed_chunk(step: Callable[[], Any], out: list[int], start: int, count: int
         raise _Interrupted(i - start) from None
 
 
+_CPU_SLICES = 8  # process CPU time is read this many times per chunk, between runs (never inside a timed run)
+
+
+def _timed_slices(
+    step: Callable[[], Any], out: list[int], start: int, count: int, cpu: list[tuple[int, int]]
+) -> None:
+    """``_timed_chunk`` in a few slices, appending (runs, process CPU ns) per slice to ``cpu``."""
+    size = max(1, math.ceil(count / _CPU_SLICES))
+    for first in range(0, count, size):
+        n = min(size, count - first)
+        before = time.process_time_ns()
+        try:
+            _timed_chunk(step, out, start + first, n)
+        except _Interrupted as exc:
+            raise _Interrupted(first + exc.done) from None
+        cpu.append((n, time.process_time_ns() - before))
+
+
 def _warm_up(
     step: Callable[[], Any], count: int | None, max_s: float, clocks: ClockWatch | None = None
 ) -> tuple[WarmupReport, float]:
@@ -144,6 +163,14 @@ class _Measurement:
     start_ns: int = 0
     end_ns: int = 0
     interrupted: bool = False
+    cpu_start_ns: int = 0  # process CPU time (all threads) at start and end: how much CPU the runs got
+    cpu_end_ns: int = 0
+    cpu_chunks: list[tuple[int, int]] = field(default_factory=list)  # (runs, process CPU ns) per timed slice
+
+    @property
+    def cpu_per_wall(self) -> float | None:
+        wall = self.end_ns - self.start_ns
+        return (self.cpu_end_ns - self.cpu_start_ns) / wall if wall > 0 and self.cpu_end_ns else None
 
 
 def _measure(
@@ -162,6 +189,7 @@ def _measure(
     if iterations is not None:
         samples.extend([0] * iterations)
     done = 0
+    result.cpu_start_ns = time.process_time_ns()
     result.start_ns = clock()
     deadline = result.start_ns + int(duration_s * 1e9)
     while True:
@@ -173,7 +201,7 @@ def _measure(
             count = chunk
             samples.extend([0] * count)
         try:
-            _timed_chunk(step, samples, done, count)
+            _timed_slices(step, samples, done, count, result.cpu_chunks)
         except _Interrupted as exc:
             done += exc.done
             result.interrupted = True
@@ -191,6 +219,7 @@ def _measure(
         if stop is not None and stop.is_set():
             break
     result.end_ns = clock()
+    result.cpu_end_ns = time.process_time_ns()
     del samples[done:]
     return result
 
@@ -363,6 +392,8 @@ class _CaseRun:
         if done:
             merged.start_ns = min(r.start_ns for r in done)
             merged.end_ns = max(r.end_ns for r in done)
+            merged.cpu_start_ns = min(r.cpu_start_ns for r in done)  # process-wide clock: the outer window
+            merged.cpu_end_ns = max(r.cpu_end_ns for r in done)
             for r in done:
                 merged.samples.extend(r.samples)
         return merged
@@ -429,7 +460,7 @@ def _run_case(
         raise
     except KeyboardInterrupt:
         return make_case(
-            plan, CaseStatus.INTERRUPTED, shapes, reason="interrupted before any timed run", provider_options=options
+            plan, CaseStatus.INTERRUPTED, shapes, reason="before any timed run", provider_options=options
         ), True
     except _ort_errors() as exc:  # e.g. out of memory at a large batch: the case records it, the others still run
         failed = make_case(plan, CaseStatus.FAILED, shapes, reason=_translate(exc, plan.ep), provider_options=options)
@@ -444,7 +475,7 @@ def _run_case(
             plan,
             CaseStatus.INTERRUPTED,
             shapes,
-            reason="interrupted before any timed run",
+            reason="before any timed run",
             cold=cold,
             warmup=run.warmup_report(),
             provider_options=options,
@@ -455,13 +486,19 @@ def _run_case(
         plan,
         status,
         shapes,
-        reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
+        reason="stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
         warmup=run.warmup_report(),
         cold=cold,
         gpu_memory_used_bytes=memory,
         provider_options=options,
         timeline_ms=sample_timeline(measurement.samples),
+        cpu_per_wall=measurement.cpu_per_wall,
+        # CPU time per run, slice by slice: what the runs cost whatever else the machine did (one thread only;
+        # with several, the process clock mixes their slices)
+        cpu_ms_per_run=tuple(ns / runs / 1e6 for runs, ns in measurement.cpu_chunks if runs)
+        if plan.concurrency == 1
+        else (),
         fixed_dims=fixed.session_settings() if fixed is not None and not fixed.empty else {},
     ), measurement.interrupted
 
@@ -518,7 +555,7 @@ def _measure_through_wheel(
             except KeyboardInterrupt:
                 stopped = True
                 case = make_case(
-                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="interrupted while opening its session"
+                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session"
                 )
             cases.append(case)
             if stopped:

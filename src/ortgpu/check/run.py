@@ -40,14 +40,23 @@ from ortgpu.check.result import (
 )
 from ortgpu.check.wheel import WheelBackend
 from ortgpu.ep import ExecutionProvider
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.host import nvml
-from ortgpu.model.inputs import ResolvedInputs, merge_input_spec
+from ortgpu.model.culprits import explain_run_failure
+from ortgpu.model.inputs import (
+    DEFAULT_FLOAT_RANGE,
+    DEFAULT_INT_RANGE,
+    InputError,
+    InputSpec,
+    ResolvedInputs,
+    merge_input_spec,
+)
 from ortgpu.model.inspect import ModelInfo, inspect_model
-from ortgpu.npz import load_npz
+from ortgpu.npz import load_npz, member_name_problem, save_npz
 from ortgpu.output_paths import check_outputs
 from ortgpu.placement import PlacementReport
 from ortgpu.progress import Progress, silent
+from ortgpu.session.failures import RunFailedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -86,6 +95,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
+    _check_output_names(request.save_outputs, model.output_names)
     report("making inputs", 0.05)
     spec = request.inputs if request.inputs is not None else request.config.inputs
     dataset = load_dataset(model, spec, request.samples)
@@ -105,7 +115,10 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
                 "check a data set through the wheel, or give one sample with --package",
             )
     extra = [s.inputs.feeds for s in dataset.samples[1:]]
-    executed = backend_for(request).execute(request, model, inputs.feeds, report, extra)
+    try:
+        executed = backend_for(request).execute(request, model, inputs.feeds, report, extra)
+    except RunFailedError as exc:
+        raise _name_the_inputs(exc, model, inputs, spec) from None
 
     report("comparing outputs", 0.8)
     all_outputs = [executed.outputs, *executed.more_outputs]
@@ -199,6 +212,23 @@ def backend_for(request: CheckRequest) -> CheckBackend:
     return PackageBackend(request.package) if request.package is not None else WheelBackend()
 
 
+def _name_the_inputs(exc: RunFailedError, model: ModelInfo, inputs: ResolvedInputs, spec: InputSpec) -> OrtgpuError:
+    """A run failure traced from the node ORT names to the model inputs it reads: generated ones get the flags that
+    replace them (exit 2), values from --inputs are named (exit 1); otherwise the error as it was."""
+
+    dtypes = {i.name: i.dtype for i in model.inputs}
+    ranges = {
+        name: spec.ranges.get(name, DEFAULT_INT_RANGE if dtype.startswith(("int", "uint")) else DEFAULT_FLOAT_RANGE)
+        for name, dtype in dtypes.items()
+    }
+    culprit = explain_run_failure(exc.message, model.path, dtypes, inputs.sources, ranges, inputs.shapes)
+    if culprit is None:
+        return exc
+    if culprit.generated_only:
+        return InputError(culprit.message, culprit.hint)
+    return RunFailedError(culprit.message, culprit.hint)
+
+
 def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
     return tuple(
         InputSummary(name, str(array.dtype), tuple(array.shape), inputs.sources.get(name, "generated"))
@@ -257,6 +287,20 @@ def _check_output_path(request: CheckRequest) -> None:
     check_outputs(outputs, inputs, error=OutputFileError)
 
 
+def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> None:
+    """Before the run: every output name must be a safe .npz member name when --save-outputs is given."""
+    if path is None:
+        return
+
+    for name in output_names:
+        problem = member_name_problem(name)
+        if problem is not None:
+            raise OutputFileError(
+                f"--save-outputs: the model's output {name!r} cannot be an .npz member name: {problem}",
+                "rename that output in the model, or run without --save-outputs",
+            )
+
+
 def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
     """One sample: its arrays; several: each output stacked along a leading sample axis."""
     import numpy as np
@@ -273,7 +317,7 @@ def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
         arrays = per_sample[0] if len(per_sample) == 1 else stack_outputs(per_sample)
     except BadInputError as exc:
         raise OutputFileError(exc.message, exc.hint) from None
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
+    atomic_write(path, lambda handle: save_npz(handle, arrays))
     return path
 
 

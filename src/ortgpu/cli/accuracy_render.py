@@ -5,14 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ortgpu.cli.output import safe as escape
+
 __all__ = ["db", "escape", "num", "render_nonfinite", "render_parity_table"]
-
-
-def escape(text: str) -> str:
-    """Text from a model or a file, safe inside rich markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(str(text))
 
 
 def num(value: float | None) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
+from rich.console import Console
 
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchResult
@@ -13,12 +14,10 @@ from ortgpu.bench.runner import BenchRequest, run_bench
 from ortgpu.cli.bench_devices import run_devices
 from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.cli.params import DURATION, INT_LIST, MODES, PERCENT, WARMUP
 from ortgpu.ep import ExecutionProvider
 from ortgpu.report.html import write_report
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rich.console import Console
 
 __all__ = ["command", "render"]
 
@@ -180,7 +179,6 @@ def _ms(value: float | None) -> str:
 
 def render(result: BenchResult, console: Console) -> None:
     """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
-    from rich.markup import escape as x  # model names, reasons and hints may contain [brackets]
     from rich.table import Table
 
     console.print(f"[bold]{x(result.model.path.name)}[/] on [bold]{result.ep.value}[/]: {x(result.ep_reason)}")
@@ -247,7 +245,7 @@ def render(result: BenchResult, console: Console) -> None:
             show_edge=False,
             pad_edge=False,
         )
-        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "verdict"):
+        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "P(>max)", "verdict"):
             # the verdict is what CI gates on: never elided, whatever the terminal width
             delta.add_column(
                 column, justify="left" if column in ("case", "verdict") else "right", no_wrap=column == "verdict"
@@ -263,9 +261,13 @@ def render(result: BenchResult, console: Console) -> None:
                 _ms(c.baseline_p95_ms),
                 _ms(c.p95_ms),
                 f"{c.p95_delta:+.1%}",
+                "-" if c.confidence is None else f"{c.confidence:.0%}",
                 verdict,
             )
         console.print(delta)
+        for c in comparison.cases:  # why: the test, the re-measure, what was not counted
+            for reason in c.reasons:
+                console.print(f"  [dim]{x(c.key.label)}[/]: {x(reason)}", soft_wrap=True)
         regressed = [c.key.label for c in comparison.cases if c.verdict.value == "regressed"]
         if regressed:
             console.print(

@@ -6,6 +6,7 @@ from typing import Any
 
 from ortgpu.bench.devices import run_bench_devices
 from ortgpu.cli.output import emit, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.scale.devices import parse_devices
 
 __all__ = ["render_devices", "run_devices"]
@@ -29,7 +30,6 @@ def _num(value: float | None, fmt: str = "{:,.0f}") -> str:
 
 def render_devices(result: Any, console: Any) -> None:
     """Which physical GPU each worker ran on, then per case one row per worker and the aggregate."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     console.print(

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
+from rich.console import Console
 
 from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
 from ortgpu.check.result import CheckResult
 from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
+from ortgpu.cli.output import safe as x
+from ortgpu.cli.output import safe_name as n
 from ortgpu.cli.params import FlagError, WholeNumber
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.report.accuracy import write_check_report
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rich.console import Console
-
-__all__ = ["FlagError", "command", "escape", "render", "render_layerwise"]
+__all__ = ["FlagError", "command", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -127,13 +128,6 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def escape(text: str) -> str:
-    """Text from a model or a file, safe inside rich markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
 def _db(value: float | None) -> str:
     if value is None:
         return "–"
@@ -190,36 +184,36 @@ def render(result: CheckResult, console: Console) -> None:
     from rich.table import Table
 
     console.print(
-        f"[bold]{result.model.name}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
-        f"{result.ort_version}, sha256 {result.model_sha256[:12]})"
+        f"[bold]{n(result.model.name)}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
+        f"{x(result.ort_version)}, sha256 {result.model_sha256[:12]})"
     )
     package = result.package
     if package is not None:
         console.print(
-            f"  through the C library of ONNX Runtime {package.ort_version} (C API {package.api_version}), "
-            f"in a child process:\n    [bold]{package.library}[/]"
+            f"  through the C library of ONNX Runtime {x(package.ort_version)} (C API {package.api_version}), "
+            f"in a child process:\n    [bold]{x(package.library)}[/]"
         )
         build = f"{package.build_info}; " if package.build_info else ""
-        console.print(f"  [dim]{build}compiled-in EPs: {', '.join(package.compiled_providers)}[/]")
+        console.print(f"  [dim]{x(build + 'compiled-in EPs: ' + ', '.join(package.compiled_providers))}[/]")
     active = ", ".join(result.providers)
     console.print(
         f"  EP: requested [bold]{result.requested_ep.value}[/], active [bold]{active}[/]"
         + (f" (device {result.device_id})" if result.device_id is not None else "")
     )
     if result.ep_reason:
-        console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+        console.print(f"  [dim]why this EP: {x(result.ep_reason)}[/]")
     if result.cuda_libraries:
-        console.print(f"  [dim]CUDA libraries: {escape(result.cuda_libraries)}[/]")
+        console.print(f"  [dim]CUDA libraries: {x(result.cuda_libraries)}[/]")
     if result.fallback_used:
-        console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
+        console.print(f"  [yellow]fallback to CPU (allowed by the config): {x(result.fallback_reason)}[/]")
     for item in result.inputs:
-        console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
+        console.print(f"  input {n(item.name)}: {item.dtype} {list(item.shape)} ({item.source})")
     if result.samples:
-        console.print(f"  data set: {escape(result.dataset_source or '')}")
+        console.print(f"  data set: {x(result.dataset_source or '')}")
     for note in result.dataset_notes:
-        console.print(f"  [dim]{escape(note)}[/]")
+        console.print(f"  [dim]{x(note)}[/]")
     for note in result.input_notes:
-        console.print(f"  [dim]{note}[/]")
+        console.print(f"  [dim]{x(note)}[/]")
     _render_placement(result, console, Table)
     _render_nonfinite(result, console)
     _render_parity(result, console, Table)
@@ -242,63 +236,65 @@ def render(result: CheckResult, console: Console) -> None:
             f"{memory.nvml_index}: {_mib(memory.before_bytes)} -> {_mib(memory.after_bytes)})"
         )
     else:
-        console.print(f"[bold]GPU memory[/]  {memory.note}")
+        console.print(f"[bold]GPU memory[/]  {x(memory.note)}")
     if result.saved_outputs is not None:
-        console.print(f"outputs saved to {result.saved_outputs}")
+        console.print(f"outputs saved to {x(result.saved_outputs)}")
     if result.report_to is not None:
-        console.print(f"report written to {result.report_to}")
+        console.print(f"report written to {x(result.report_to)}")
     colour = "green" if result.passed else "red"
-    console.print(f"\n[bold {colour}]{result.verdict}[/]")
+    console.print(f"\n[bold {colour}]{x(result.verdict)}[/]")
     for failure in result.failures[1:]:
-        console.print(f"[red]  also: {failure}[/]")
+        console.print(f"[red]  also: {x(failure)}[/]")
 
 
 def _render_placement(result: CheckResult, console: Console, table_type: Any) -> None:
     placement = result.placement
     if placement is None:
-        console.print(f"\n[bold]Placement[/]  unknown: {result.placement_note}")
+        console.print(f"\n[bold]Placement[/]  unknown: {x(result.placement_note)}")
         return
     source = "ORT's session log" if placement.source.value == "log" else "ORT profiling of one run"
-    console.print(f"\n[bold]Placement[/] (from {source}, after graph optimisation): {placement.summary()}")
+    summary = x(placement.summary())
+    console.print(f"\n[bold]Placement[/] (from {source}, after graph optimisation): {summary}")
     table = table_type(show_edge=False, pad_edge=False)
     table.add_column("provider")
     table.add_column("compute nodes", justify="right")
     for provider, count in placement.compute_per_provider.items():
         style = "" if provider == placement.requested_provider else "yellow"
-        table.add_row(f"[{style}]{provider}[/]" if style else provider, str(count))
+        table.add_row(f"[{style}]{n(provider)}[/]" if style else n(provider), str(count))
     table.add_row("Memcpy (inserted by ORT)", str(placement.memcpy_count))
     console.print(table)
     if placement.off_requested:
         strict = "red" if result.strict_placement else "yellow"
         console.print(
-            f"[{strict}]  {placement.off_requested_count} compute node(s) not on {placement.requested_provider}:[/]"
+            f"[{strict}]  {placement.off_requested_count} compute node(s) not on {n(placement.requested_provider)}:[/]"
         )
         for node in placement.off_requested[:_MAX_NODES_SHOWN]:
             why = f"  [dim]{_REASONS[node.reason.value]}[/]" if node.reason else ""
-            console.print(f"    {node.op_type} ({node.name or 'unnamed'}) on {node.provider}{why}")
+            console.print(f"    {n(node.op_type)} ({n(node.name or 'unnamed')}) on {n(node.provider)}{why}")
         if len(placement.off_requested) > _MAX_NODES_SHOWN:
             console.print(f"    ... {len(placement.off_requested) - _MAX_NODES_SHOWN} more (see --json)")
     if placement.memcpy_nodes:
-        names = ", ".join(f"{n.op_type} ({n.name})" for n in placement.memcpy_nodes[:6])
+        names = ", ".join(f"{n(node.op_type)} ({n(node.name)})" for node in placement.memcpy_nodes[:6])
         more = " ..." if len(placement.memcpy_nodes) > 6 else ""
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
-        console.print(f"  [dim]{result.placement_note}[/]")
+        console.print(f"  [dim]{x(result.placement_note)}[/]")
     fixed = result.fixed_dims
     if fixed is not None:
         colour = "green" if fixed.moved > 0 else "dim"
-        console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
+        console.print(f"  [{colour}]{x(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: CheckResult, console: Console, table_type: Any) -> None:
     parity = result.parity
     if parity.reference.value == "none":
-        console.print(f"\n[bold]Parity[/]: {parity.status.value}: {parity.reason}")
+        console.print(f"\n[bold]Parity[/]: {parity.status.value}: {x(parity.reason)}")
         return
     cpu = "the CPU EP" if result.package is None else f"the CPU EP of the same library ({result.package.ort_version})"
     against = cpu if parity.reference.value == "cpu-ep" else str(parity.reference_path)
     console.print(
-        f"\n[bold]Parity[/] against {against}: {parity.status.value}" + (f" ({parity.reason})" if parity.reason else "")
+        f"\n[bold]Parity[/] against {x(against)}: {parity.status.value}"
+        + (f" ({x(parity.reason)})" if parity.reason else "")
     )
     if not parity.outputs:
         return
@@ -312,7 +308,7 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
         if out.status.value == "fail" and out.max_abs is not None:
             verdict = f"fail: {out.mismatches}/{out.elements} off"
         table.add_row(
-            escape(out.name),
+            n(out.name),
             _num(out.max_abs),
             _num(out.max_rel),
             "–" if out.cosine is None else f"{out.cosine:.6f}",
@@ -332,11 +328,12 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
         if out.atol is not None:
             precision = out.precision
             basis = " (given)" if out.tolerance_given or precision is None else f" ({precision.value} defaults)"
-            details.append(f"  {out.name}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
+            details.append(f"  {n(out.name)}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
         if out.reason:
-            details.append(f"  {out.name}: {out.reason}")
+            details.append(f"  {n(out.name)}: {x(out.reason)}")
     console.print(table)
     for line in details:
         console.print(f"[dim]{escape(line)}[/]")
     if parity.extra_reference_names:
-        console.print(f"  [dim]in the reference but not model outputs: {', '.join(parity.extra_reference_names)}[/]")
+        extra = x(", ".join(parity.extra_reference_names))
+        console.print(f"  [dim]in the reference but not model outputs: {extra}[/]")

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
+from rich.console import Console
 
 from ortgpu.cli.bench import render as render_bench
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.demo import DemoResult, run_demo
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rich.console import Console
 
 __all__ = ["command", "render"]
 
@@ -39,7 +37,6 @@ def command(out_dir: Path | None, as_json: bool) -> int:
 
 def render(result: DemoResult, console: Console) -> None:
     """The human rendering of a DemoResult: four steps, then where the report is."""
-    from rich.markup import escape as x  # verdicts and facts quote shapes and paths in [brackets]
 
     console.print(f"[bold]ortgpu demo[/]: {x(result.model)}")
     colour = "green" if result.doctor.ready else "yellow"

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
+from rich.console import Console
 
 from ortgpu.cli.doctor_fix import render_fix
 from ortgpu.cli.doctor_fleet import run_fleet
 from ortgpu.cli.doctor_package import render_package
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 from ortgpu.doctor import machine
 from ortgpu.doctor.machine import DoctorReport
 from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
 from ortgpu.fix import fix_environment
 from ortgpu.loader.windows import WindowsReport
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rich.console import Console
 
 __all__ = ["command", "render_doctor"]
 
@@ -41,8 +38,16 @@ __all__ = ["command", "render_doctor"]
 @click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
 @click.option("--ray", "use_ray", is_flag=True, help="Run the doctor on every node of a Ray cluster: one table.")
 @click.option("--ray-address", metavar="HOST:PORT", help="The Ray cluster (implies --ray).")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the child process that loads the CUDA provider and runs a session (the slow part on a GPU machine); "
+    "the report says what is then not verified.",
+)
 @json_option
-def command(package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, as_json: bool) -> int:
+def command(
+    package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, quick: bool, as_json: bool
+) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
@@ -66,20 +71,19 @@ def command(package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_addre
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
 
-        report = machine.diagnose(progress=progress)  # looked up here: tests replace it
+        report = machine.diagnose(progress=progress, quick=quick)  # looked up here: tests replace it
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 
 
 def render_doctor(report: DoctorReport, console: Console) -> None:
     """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
-    from rich.markup import escape
     from rich.table import Table
 
     colour = "bold green" if report.ready else "bold red"
-    console.print(f"[{colour}]{escape(report.verdict)}[/]")
+    console.print(f"[{colour}]{safe(report.verdict)}[/]")
     if report.fix:
-        console.print(f"[bold]fix:[/] {escape(report.fix)}")
+        console.print(f"[bold]fix:[/] {safe(report.fix)}")
 
     checks = Table(title="Checks", title_justify="left", show_lines=True)
     checks.add_column("", no_wrap=True)
@@ -87,14 +91,14 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
     checks.add_column("Evidence", overflow="fold", ratio=3)
     checks.add_column("Fix", overflow="fold", ratio=2)
     for check in report.checks:
-        evidence = escape(check.evidence)
+        evidence = safe(check.evidence)
         if check.cause and check.status in (Status.FAIL, Status.WARN):
-            evidence += f"\n[italic]cause: {escape(check.cause)}[/]"
+            evidence += f"\n[italic]cause: {safe(check.cause)}[/]"
         checks.add_row(
             f"[{check.status.style}]{check.status.symbol}[/]",
-            escape(check.title),
+            safe(check.title),
             evidence,
-            escape(check.fix or ""),
+            safe(check.fix or ""),
         )
     console.print(checks)
 
@@ -117,11 +121,11 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
             others = [f"{c.path} ({c.source.value})" for c in need.also_at]
             others += [str(p) for p in need.other_versions]
             libraries.add_row(
-                escape(name),
-                escape(need.requested_by),
+                safe(name),
+                safe(need.requested_by),
                 f"[{style}]{need.status.value}[/]",
-                escape(where),
-                escape("\n".join(others)),
+                safe(where),
+                safe("\n".join(others)),
             )
         console.print(libraries)
         system = sum(1 for n in report.libraries if n.system)
@@ -135,14 +139,13 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
         mapped.add_column("From")
         mapped.add_column("Why", overflow="fold", ratio=3)
         for item in report.mapped:
-            mapped.add_row(escape(str(item.path)), escape(item.component), escape(item.origin), escape(item.why))
+            mapped.add_row(safe(str(item.path)), safe(item.component), safe(item.origin), safe(item.why))
         console.print(mapped)
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
 
 
 def _render_windows(windows: WindowsReport, console: Console) -> None:
     """Every DLL ORT's libraries bring in, as the Windows loader will resolve it (system DLLs left to --json)."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="DLLs ORT's libraries need (as the Windows loader resolves them)", title_justify="left")
@@ -167,12 +170,12 @@ def _render_windows(windows: WindowsReport, console: Console) -> None:
             version = f"{chosen.file_version or '-'} / {chosen.machine or '?'}" if chosen else "-"
             others = [f"{c.path} ({c.where})" for c in (*need.later, *need.off_path, *need.other_versions)]
             table.add_row(
-                escape(need.name + ("" if need.kind.value in ("load-time", "delay-load") else " (run time)")),
-                escape(need.requested_by),
+                safe(need.name + ("" if need.kind.value in ("load-time", "delay-load") else " (run time)")),
+                safe(need.requested_by),
                 f"[{style}]{need.status.value}[/]",
-                escape(where),
-                escape(version),
-                escape("\n".join(others[:4])),
+                safe(where),
+                safe(version),
+                safe("\n".join(others[:4])),
             )
     console.print(table)
     if hidden:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortgpu.cli.output import emit, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.fleet.doctor import majority, run_fleet_doctor
 
 __all__ = ["render_fleet", "run_fleet"]
@@ -19,7 +20,6 @@ def run_fleet(address: str | None, as_json: bool) -> int:
 
 def render_fleet(report: Any, console: Any) -> None:
     """The verdict over the cluster, then one row per node; a value that differs from most nodes' is yellow."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     bad = [n for n in report.nodes if not n.ready]

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.cli.params import parse_ep_option
 from ortgpu.ep import ExecutionProvider
 from ortgpu.infer.run import InferRequest, run_infer
@@ -96,7 +97,6 @@ def command(
 
 def render(result: Any, console: Any) -> None:
     """Counts first, then the workers, the throughput, and each bad input with its reason."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     where = (

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 from ortgpu.config import load_config
 from ortgpu.inspect import InspectRequest, inspect_model_file
 
@@ -48,12 +48,8 @@ def command(
 
 
 def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes."""
-    from rich.markup import escape
-
-    raw = str(text)
-    visible = "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
-    return escape(visible)
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe)."""
+    return safe(text)
 
 
 def _size(n: int | None) -> str:

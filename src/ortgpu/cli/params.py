@@ -16,8 +16,8 @@ import click
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.plan import BenchInputError
 from ortgpu.ep import ExecutionProvider
-from ortgpu.errors import BadInputError, ConfigError
-from ortgpu.model.inputs import InputError
+from ortgpu.errors import BadInputError, ConfigError, quoted
+from ortgpu.model.inputs import MAX_DIM, InputError
 
 __all__ = [
     "DIM",
@@ -136,18 +136,23 @@ def _split_assignment(text: str, flag: str, example: str) -> tuple[str, str]:
     name, sep, value = text.rpartition("=")
     name = name.strip()
     if not sep or not name:
-        raise InputError(f"{flag} {text!r}: expected NAME=VALUE", f"e.g. {flag} {example}")
+        raise InputError(f"{flag} {quoted(text)}: expected NAME=VALUE", f"e.g. {flag} {example}")
     return name, value.strip()
 
 
 def _parse_int(text: str, what: str, flag: str, example: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{flag}: {what} {text!r} is not a whole number", f"e.g. {flag} {example}") from None
-    if value < 0:
-        raise InputError(f"{flag}: {what} {value} is negative", f"e.g. {flag} {example}")
-    return value
+    import re
+
+    text = text.strip()
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+        raise InputError(f"{flag}: {what} {quoted(text)} is negative", f"e.g. {flag} {example}")
+    if not re.fullmatch(r"\+?[0-9]+", text):  # ASCII digits only: int() would also take "²"-like look-alikes
+        raise InputError(f"{flag}: {what} {quoted(text)} is not a whole number", f"e.g. {flag} {example}")
+    if len(text.lstrip("+0")) > 19 or int(text) > MAX_DIM:
+        raise InputError(
+            f"{flag}: {what} {quoted(text)} is larger than ONNX allows ({MAX_DIM:,})", f"e.g. {flag} {example}"
+        )
+    return int(text)
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -175,13 +180,13 @@ def parse_range(text: str) -> tuple[str, tuple[float, float]]:
     name, value = _split_assignment(text, "--range", example)
     parts = value.split(",")
     if len(parts) != 2:
-        raise InputError(f"--range {text!r}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
+        raise InputError(f"--range {quoted(text)}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
     try:
         low, high = float(parts[0]), float(parts[1])
     except ValueError:
-        raise InputError(f"--range {text!r}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
+        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise InputError(f"--range {text!r}: LOW and HIGH must be finite", f"e.g. --range {example}")
+        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be finite", f"e.g. --range {example}")
     if low > high:
         raise InputError(
             f"--range {text!r}: LOW {low:g} is above HIGH {high:g}", f"e.g. --range {name}={high:g},{low:g}"

@@ -9,7 +9,7 @@ import click
 
 from ortgpu.check import merge_input_spec
 from ortgpu.cli.options import model_input_options
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 from ortgpu.cli.params import parse_ep_option
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
@@ -114,10 +114,8 @@ def command(
 
 
 def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes."""
-    from rich.markup import escape
-
-    return escape("".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)))
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe)."""
+    return safe(text)
 
 
 def _short(provider: str) -> str:

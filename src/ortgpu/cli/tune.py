@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 from ortgpu.cli.params import parse_int_list
 from ortgpu.ep import ExecutionProvider
 from ortgpu.tune import Objective, TuneRequest, parse_budget, run_tune
@@ -102,7 +103,6 @@ def _lever_text(params: dict[str, Any], base: dict[str, Any]) -> str:
 
 def render(result: Any, console: Any) -> None:
     """The ranked trials, the best against ORT's defaults, and where the config went."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     unit = result.objective.unit

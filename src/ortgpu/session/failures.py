@@ -128,5 +128,7 @@ def translate_ort_error(exc: BaseException, phase: Phase, ep: ExecutionProvider,
         )
     return RunFailedError(
         f"the model failed to run on {where}: {message}",
-        "the error comes from inside onnxruntime; compare with --ep cpu",
+        "the error comes from inside onnxruntime; compare with --ep cpu"
+        if ep.is_gpu
+        else "the CPU EP's own kernels failed, so the model or the values fed to it are at fault, not a GPU setup",
     )
