@@ -234,3 +234,18 @@ def test_against_defaults_benches_ort_defaults_too_and_gives_the_speedup(tiny_mo
     (label, speedup), = result.speedups_over_defaults().items()
     base = result.defaults.cases[0].stats.p50_ms
     assert label == "cpu/iobinding batch 1" and speedup == pytest.approx(base / result.cases[0].stats.p50_ms)
+
+
+def test_against_defaults_is_in_the_html_report(tiny_model: Path, tmp_path: Path) -> None:
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('[run]\nmode = "iobinding"\n')
+    report = tmp_path / "r.html"
+    request = BenchRequest(
+        tiny_model, ep=ExecutionProvider.CPU, modes=(), config=config, iterations=20, against_defaults=True,
+        report=report,
+    )  # fmt: skip
+    result = run_bench(request)
+    html = report.read_text(encoding="utf-8")
+    (speedup,) = result.speedups_over_defaults().values()
+    assert '<table id="against-defaults">' in html and "ORT defaults (run)" in html
+    assert f"{speedup:.2f}x" in html and "ortgpu.toml (iobinding)" in html
