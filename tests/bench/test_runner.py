@@ -14,6 +14,7 @@ from ortgpu.bench.runner import BenchInputError, BenchRequest, run_bench
 from ortgpu.bench.stats import MIN_RUNS
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
+from ortgpu.report.html import write_report
 
 
 def _quick(model: Path, **fields: object) -> BenchRequest:
@@ -245,6 +246,7 @@ def test_against_defaults_is_in_the_html_report(tiny_model: Path, tmp_path: Path
         report=report,
     )  # fmt: skip
     result = run_bench(request)
+    write_report(result, result.report_to)  # the caller renders the report (the CLI does it for --report)
     html = report.read_text(encoding="utf-8")
     (speedup,) = result.speedups_over_defaults().values()
     assert '<table id="against-defaults">' in html and "ORT defaults (run)" in html
