@@ -371,7 +371,7 @@ def main() -> int:
     import onnxruntime as ort
     import torch
 
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         log(f"onnxruntime {ort.__version__} has no CUDA EP: {ort.get_available_providers()}")

@@ -135,7 +135,7 @@ def wheel_run(model: Path, feeds: dict[str, np.ndarray], ep: str, warmup: int, i
 
 def gpu_facts() -> dict[str, Any]:
     try:
-        from ortgpu.env.nvml import query_driver
+        from ortgpu.host.nvml import query_driver
     except ImportError:
         return {}
     driver = query_driver()

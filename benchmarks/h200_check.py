@@ -141,7 +141,7 @@ def export_bert(folder: Path, dynamic: bool) -> tuple[Path, str]:
 def environment() -> dict[str, Any]:
     import onnxruntime as ort
 
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     driver = query_driver()
     info: dict[str, Any] = {

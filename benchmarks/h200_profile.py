@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from h200_check import environment, export_bert, export_resnet50  # noqa: E402  (after the sys.path lines)
 
 from ortgpu.atomic import atomic_write_text  # noqa: E402
-from ortgpu.config import ExecutionProvider, load_config  # noqa: E402
+from ortgpu.config import load_config  # noqa: E402
+from ortgpu.ep import ExecutionProvider  # noqa: E402
 from ortgpu.model.inputs import InputSpec  # noqa: E402
 from ortgpu.results import envelope  # noqa: E402
 

@@ -251,7 +251,7 @@ def main() -> int:
     started = time.perf_counter()
     import onnxruntime as ort
 
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
     from ortgpu.results import to_jsonable
 
     driver = query_driver()

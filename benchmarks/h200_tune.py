@@ -126,7 +126,8 @@ def bare_config(model: Path, config_path: Path, ep: str, batch: int, duration: f
     """The tuned config rebuilt by hand with onnxruntime only: model file, session and provider options, mode."""
     import onnxruntime as ort
 
-    from ortgpu.config import ExecutionProvider, load_config
+    from ortgpu.config import load_config
+    from ortgpu.ep import ExecutionProvider
 
     config = load_config(config_path)
     path = config.model_file_for(model, _sha256(model))
@@ -167,7 +168,7 @@ def bare_config(model: Path, config_path: Path, ep: str, batch: int, duration: f
 
 def harness_config(model: Path, config_path: Path, ep: str, batch: int, duration: float) -> float:
     from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
 
     result = run_bench(
         BenchRequest(
@@ -242,8 +243,8 @@ def main() -> int:
     import onnxruntime as ort
     import optuna
 
-    from ortgpu.config import ExecutionProvider
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.ep import ExecutionProvider
+    from ortgpu.host.nvml import query_driver
     from ortgpu.results import to_jsonable
     from ortgpu.tune import Objective, TuneRequest, run_tune
 

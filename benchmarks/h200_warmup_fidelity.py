@@ -53,7 +53,7 @@ def log(message: str) -> None:
 def harness(model: Path, ep: str, mode: str, batch: int, duration: float, warmup: int | None) -> dict:
     from ortgpu.bench.modes import BenchMode
     from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
 
     result = run_bench(
         BenchRequest(
@@ -183,7 +183,7 @@ def main() -> int:
     started = time.perf_counter()
     import onnxruntime as ort
 
-    from ortgpu.env.nvml import query_driver
+    from ortgpu.host.nvml import query_driver
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ortgpu-warmup-"))
     work.mkdir(parents=True, exist_ok=True)

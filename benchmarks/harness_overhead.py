@@ -25,7 +25,7 @@ from bare_loops import bare_session, bare_times, output_shapes
 
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.runner import BenchRequest, _timed_chunk, run_bench
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec, make_inputs
 from ortgpu.model.inspect import inspect_model
 from ortgpu.model.zoo import build_tiny_model

@@ -81,7 +81,7 @@ def run_case(case: Any, ep_name: str = "cpu") -> CaseResult:
 
     from ortgpu.check import CheckRequest, ParityStatus, compare_output, run_check
     from ortgpu.check.parity import Precision
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
     from ortgpu.errors import OrtgpuError
     from ortgpu.model.inputs import InputSpec
 

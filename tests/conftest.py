@@ -7,6 +7,10 @@ import importlib.util
 
 import pytest
 
+# Real ONNX Runtime C libraries as fixtures (wheel_library, gpu_library, ort114_library...) for the tests of
+# capi/, check --package and bench --package.
+pytest_plugins = ["tests.support.capi_libraries"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # ortgpu depends on no ONNX Runtime (docs/install.md); the suite runs models, so it needs one installed

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "env"))  # realpackages: gcc-built and real packages
-
-from realpackages import (
+from ortgpu.bundle import BundleError, BundleRequest, FileKind, Target, create_bundle, providers_from_text
+from ortgpu.ep import ExecutionProvider
+from ortgpu.errors import ExitCode
+from tests.support.realpackages import (
     build_pe,
     build_release_folder,
     build_so,
@@ -22,10 +23,6 @@ from realpackages import (
     real_wheel,
     tar_folder,
 )
-
-from ortgpu.bundle import BundleError, BundleRequest, FileKind, Target, create_bundle, providers_from_text
-from ortgpu.config import ExecutionProvider
-from ortgpu.errors import ExitCode
 
 linux_gcc = pytest.mark.skipif(not have_gcc() or not sys.platform.startswith("linux"), reason="needs gcc on Linux")
 
@@ -36,7 +33,7 @@ CUDNN_SUBS = ("ops", "cnn", "adv", "graph", "heuristic", "engines_precompiled", 
 def cuda_folder(folder: Path, version: str, cuda_major: int, linked: tuple[str, ...]) -> Path:
     """Stub CUDA/cuDNN libraries for everything the matrix says this ORT needs, laid out like the nvidia wheels:
     cuBLAS needs cuBLASLt; libcudnn.so.9 is a link to the versioned file, its sub-libraries sit next to it."""
-    from ortgpu.env import matrix
+    from ortgpu.knowledge import matrix
 
     row = matrix.requirements_for(version, cuda_major)
     names = {*linked, *(row.all_libraries_linux if row else ())}
@@ -92,8 +89,8 @@ def check_manifest(out: Path) -> dict:
 
 def assert_complete_per_package_analysis(out: Path) -> None:
     """What `ortgpu doctor --package DIR` checks: every library found (the driver, libcuda, is the target's)."""
-    from ortgpu.env.checks import Status
-    from ortgpu.env.package import diagnose_package
+    from ortgpu.doctor.package import diagnose_package
+    from ortgpu.doctor.verdict import Status
 
     report = diagnose_package(out)
     failed = [
@@ -216,7 +213,7 @@ def windows_release(tmp_path: Path, version: str = "1.20.1") -> Path:
 
 
 def test_windows_bundle_from_another_os_takes_dlls_from_libs_from(tmp_path: Path) -> None:
-    from ortgpu.env import matrix
+    from ortgpu.knowledge import matrix
 
     dlls = tmp_path / "cuda-win"
     dlls.mkdir()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ortgpu.cli.params import parse_ep_option
 from ortgpu.config import (
     CUDA_OPTIONS,
     INPUT_SETTINGS,
@@ -15,15 +16,14 @@ from ortgpu.config import (
     Config,
     ConfigError,
     ExecutionMode,
-    ExecutionProvider,
     Fallback,
     GraphOptimizationLevel,
     config_reference_markdown,
     load_config,
     parse_bytes,
-    parse_ep_option,
     validate_ep_options,
 )
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "config.md"

@@ -19,8 +19,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from ortless import SRC, ortless_env, ortless_site
-from realpackages import real_wheel, wheel_cache
+
+from tests.support.ortless import SRC, ortless_env, ortless_site
+from tests.support.realpackages import real_wheel, wheel_cache
 
 REPO = SRC.parent
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def load(model: Any, config: Any = None, **overrides: Any) -> VerifiedSession:
     """Open a verified, warmed-up ONNX Runtime session (see :func:`ortgpu.session.load`).
 
-    Imported lazily so ``import ortgpu`` stays free of onnxruntime, onnx and numpy.
+    Imported here, not at the top: this facade sits above every room, and ``import ortgpu`` (which every
+    module's ``__version__`` lookup runs) must not pull the session stack in.
     """
     from ortgpu.session import load as _load
 

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.bench.modes import BenchMode
+from ortgpu.bench.result import BenchResult
+from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.check import CheckRequest, run_check
+from ortgpu.check.result import CheckResult
+from ortgpu.doctor.machine import diagnose
+from ortgpu.doctor.verdict import Status
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
+from ortgpu.model.zoo import build_demo_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import Progress, silent
+from ortgpu.report.html import escape, write_report
 from ortgpu.runtime.guard import import_onnxruntime
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.bench.result import BenchResult
-    from ortgpu.check.result import CheckResult
-    from ortgpu.config import ExecutionProvider
+from ortgpu.session import best_available_ep
 
 __all__ = ["DEMO_REPORT_NAME", "DemoResult", "DoctorSummary", "run_demo"]
 
@@ -30,8 +36,6 @@ _BATCHES = (1, 8, 32)
 _WARMUP_RUNS = 10
 _DURATION_S = 1.0
 _FACTS = 6
-
-Progress = Callable[[str, "float | None"], None]
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,6 @@ class DemoResult:
 
 
 def _doctor_summary(report: Any, seconds: float) -> DoctorSummary:
-    from ortgpu.env.checks import Status
-
     order = {Status.FAIL: 0, Status.WARN: 1, Status.OK: 2, Status.INFO: 3, Status.SKIP: 4}
     ranked = sorted(report.checks, key=lambda c: order[c.status])
     facts = tuple(f"{c.status.symbol} {c.title}: {c.evidence}" for c in ranked[:_FACTS])
@@ -75,8 +77,6 @@ def _doctor_summary(report: Any, seconds: float) -> DoctorSummary:
 
 
 def _sections(result_doctor: DoctorSummary, ep: ExecutionProvider, ep_reason: str, check: Any) -> list[tuple[str, str]]:
-    from ortgpu.report.html import escape
-
     facts = "".join(f"<li>{escape(f)}</li>" for f in result_doctor.facts)
     cause = (
         f"<p><b>cause</b>: {escape(result_doctor.root_cause)}<br><b>fix</b>: {escape(result_doctor.fix)}</p>"
@@ -110,16 +110,9 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     the doctor, then ``check`` and ``bench`` on the best available EP, and writes ``ortgpu-demo-report.html``
     into ``out_dir`` (default: the current folder). Never prints.
     """
-    from ortgpu.bench.modes import BenchMode
-    from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.check import CheckRequest, run_check
-    from ortgpu.env.doctor import diagnose
-    from ortgpu.model.zoo import build_demo_model
-    from ortgpu.report.html import write_report
-    from ortgpu.session import best_available_ep
 
     import_onnxruntime()  # before the doctor runs: without an ORT the demo cannot run a model
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     folder = Path(out_dir) if out_dir is not None else Path.cwd()
     if not folder.is_dir():
         raise BadInputError(f"--out-dir {folder}: no such folder", "create it first, or leave it out")

@@ -7,6 +7,7 @@ from enum import IntEnum
 __all__ = [
     "BadInputError",
     "CheckFailedError",
+    "ConfigError",
     "EnvironmentUnfitError",
     "ExitCode",
     "InternalError",
@@ -82,3 +83,7 @@ class InternalError(OrtgpuError):
     """A bug in ortgpu, not the user's input (exit 70): the one line asks for a report."""
 
     exit_code = ExitCode.INTERNAL
+
+
+class ConfigError(BadInputError):
+    """A config file, provider option or setting value that cannot be used (exit 2)."""

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ortgpu.env import matrix
-from ortgpu.env.matrix import LibraryFamily, Platform
 from ortgpu.errors import BadInputError
+from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
+from ortgpu.knowledge.matrix import LibraryFamily, Platform
 from ortgpu.knowledge.signals import FUSED_OPS
 
 __all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
@@ -396,7 +396,7 @@ def _windows_candidates(facts: PasteFacts) -> str:
                 for b in reversed(matrix.all_builds())
                 if b.cuda_major == facts.build_cuda_major
                 and b.cudnn_major == facts.build_cudnn_major
-                and b.flavour is matrix.Flavour.DEFAULT
+                and b.flavour is matrix.BuildFlavour.DEFAULT
             ),
             None,
         ) or next(
@@ -425,7 +425,7 @@ def _windows_candidates(facts: PasteFacts) -> str:
         rows = [
             b
             for b in matrix.builds_for_cuda(cuda)
-            if b.cudnn_major == cudnn and b.flavour is matrix.Flavour.DEFAULT and b.confirmed
+            if b.cudnn_major == cudnn and b.flavour is matrix.BuildFlavour.DEFAULT and b.confirmed
         ]
         if rows:
             ranges = _release_ranges(tuple(rows))

@@ -41,7 +41,7 @@ def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError]
     arrays: dict[str, np.ndarray] = {}
     with loaded:
         budget = NPZ_LIMIT.value()
-        raw_names = set(loaded.zip.namelist())
+        raw_names = set(loaded.zip.namelist()) if loaded.zip is not None else set(loaded.files)
         for name in loaded.files:
             member = name if name in raw_names else f"{name}.npy"
             declared = _declared_bytes(loaded.zip, member, what, path, name, error, hint)

@@ -7,10 +7,11 @@ import enum
 import json
 import math
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.limits import ReadLimit
+from ortgpu import __version__
+from ortgpu.errors import BadInputError
+from ortgpu.limits import BASELINE_LIMIT, ReadLimit, parse_nested, read_input_text
 
 __all__ = ["SCHEMA_VERSION", "envelope", "read_envelope", "to_jsonable"]
 
@@ -41,7 +42,6 @@ def to_jsonable(obj: Any) -> Any:
 
 def envelope(command: str, result: Any) -> dict[str, Any]:
     """The versioned JSON document every ``--json`` output and saved file uses."""
-    from ortgpu import __version__
 
     return {
         "schema": f"ortgpu.{command}/v{SCHEMA_VERSION}",
@@ -55,8 +55,6 @@ def read_envelope(path: Path, command: str, limit: ReadLimit | None = None) -> d
 
     The file is read only when it is a regular file within ``limit`` (default: the baseline limit, 64 MiB).
     """
-    from ortgpu.errors import BadInputError
-    from ortgpu.limits import BASELINE_LIMIT, parse_nested, read_input_text
 
     hint = f"give a file written by ortgpu {command} --save"
     text = read_input_text(path, limit or BASELINE_LIMIT, hint, error=BadInputError)

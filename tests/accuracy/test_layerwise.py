@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import crafted
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from tests.support import crafted
 
 from ortgpu.accuracy.engines import OrtEngine, ReferenceEngine
 from ortgpu.accuracy.graph import GraphError, intermediate_tensors, load_model, topological_order
 from ortgpu.accuracy.layerwise import TensorStatus, compare_layers
 from ortgpu.check import CheckRequest, run_check
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 
 def _ids(batch: int = 2) -> dict[str, np.ndarray]:

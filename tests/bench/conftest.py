@@ -99,7 +99,7 @@ def make_result():
     from ortgpu.bench.modes import BenchMode
     from ortgpu.bench.result import BenchCase, BenchResult, BenchSettings, CaseStatus, ModelSummary
     from ortgpu.bench.stats import compute_stats
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
 
     def build(rows, sha: str = "a" * 64, seed: int = 0, timeline: bool = False, **env_changes: object) -> BenchResult:
         rng = np.random.default_rng(seed)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +15,12 @@ from ortgpu.bench.package import _PROBE_RUNS
 from ortgpu.capi import runner as runner_module
 from ortgpu.capi.binding import ProviderLoadError
 from ortgpu.capi.runner import UnsupportedSettingError
-from ortgpu.config import ExecutionProvider
-from ortgpu.env import nvml
-from ortgpu.env.archive import PackageError
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
+from ortgpu.host import nvml
+from ortgpu.package.archive import PackageError
+from ortgpu.report.html import write_report
 from ortgpu.results import envelope
-
-
-def _capi_fixtures() -> Any:
-    """tests/capi/conftest.py (real libraries, fetched once into the test cache), loaded under its own name."""
-    name = "ortgpu_tests_capi_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "capi" / "conftest.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_capi = _capi_fixtures()
-wheel_library = _capi.wheel_library  # libonnxruntime.so of the installed onnxruntime wheel (a CPU build)
-ort114_tgz = _capi.ort114_tgz  # npm onnxruntime-node 1.14.0 (CPU build, libraries for five platforms)
 
 QUICK: dict[str, Any] = {"iterations": 40, "warmup": 3}  # counts given: no probe child, one child per case
 
@@ -228,6 +209,7 @@ def test_save_baseline_and_report_work_on_a_package_result(
         **QUICK,
     )
     result = run_bench(request)
+    write_report(result, result.report_to)  # the caller renders the report (the CLI does it for --report)
     loaded = load_result(saved)
     assert loaded.package == result.package and loaded.cases == result.cases
     assert envelope("bench", result)["result"]["package"]["library"] == str(wheel_library)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
-from ortgpu.bench import runner as runner_module
+from ortgpu.bench import wheel as wheel_module
 from ortgpu.bench.clocks import ClockWatch
+from ortgpu.bench.hints import bench_hints
+from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchCase, CaseStatus, WarmupReport
 from ortgpu.bench.stats import compute_stats
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 
 class FakeNvml:
@@ -40,7 +42,7 @@ def _step() -> None:
 def test_the_warm_up_goes_on_until_the_clock_reached_its_maximum() -> None:
     ramp = [345, 345, 345, 600, 900, 1300, 1700, 1980]
     watch = ClockWatch(0, FakeNvml([345, *ramp]))
-    report, _ = runner_module._warm_up(_step, None, 5.0, watch)
+    report, _ = wheel_module._warm_up(_step, None, 5.0, watch)
     assert report.settled
     assert watch.readings[-1] == 1980 and len(watch.readings) >= 7  # latency alone would have stopped at 3
     clocks = watch.result()
@@ -50,7 +52,7 @@ def test_the_warm_up_goes_on_until_the_clock_reached_its_maximum() -> None:
 
 def test_a_clock_that_holds_below_its_maximum_counts_once_stable() -> None:
     watch = ClockWatch(0, FakeNvml([345, 1200, 1500, 1500, 1510, 1505]))
-    report, _ = runner_module._warm_up(_step, None, 5.0, watch)
+    report, _ = wheel_module._warm_up(_step, None, 5.0, watch)
     assert report.settled
     assert watch.result().why.startswith("stable at 15")
 
@@ -58,22 +60,22 @@ def test_a_clock_that_holds_below_its_maximum_counts_once_stable() -> None:
 def test_a_clock_still_moving_at_the_time_limit_leaves_the_warm_up_unsettled_and_says_so() -> None:
     climbing = list(range(345, 1980, 5))
     watch = ClockWatch(0, FakeNvml(climbing))
-    report, _ = runner_module._warm_up(_step, None, 0.3, watch)
+    report, _ = wheel_module._warm_up(_step, None, 0.3, watch)
     assert not report.settled
     clocks = watch.result()
     assert not clocks.ready and clocks.why.startswith("still moving")
     case = BenchCase(
-        ExecutionProvider.CUDA, runner_module.BenchMode.RUN, 1, 1, 1, CaseStatus.OK,
+        ExecutionProvider.CUDA, BenchMode.RUN, 1, 1, 1, CaseStatus.OK,
         stats=compute_stats([1000] * 50, 1, 0.01),
         warmup=WarmupReport(report.runs, report.seconds, False, "auto", clocks),
     )  # fmt: skip
-    hints = runner_module._hints([case], _model_info(), ExecutionProvider.CUDA, False, "asked", False)
+    hints = bench_hints([case], _model_info(), ExecutionProvider.CUDA, False, "asked", False)
     assert any("or the GPU clock (still moving" in h.message for h in hints)
 
 
 def test_a_counted_warm_up_records_the_clock_without_waiting() -> None:
     watch = ClockWatch(0, FakeNvml([345, 400]))
-    report, _ = runner_module._warm_up(_step, 3, 5.0, watch)
+    report, _ = wheel_module._warm_up(_step, 3, 5.0, watch)
     assert report.runs == 3 and report.settled
     assert watch.result().after_warmup_mhz == 400
 
@@ -81,7 +83,7 @@ def test_a_counted_warm_up_records_the_clock_without_waiting() -> None:
 def test_without_nvml_nothing_waits_and_the_result_says_the_clock_was_not_read() -> None:
     watch = ClockWatch(0, nvml=None)
     watch.nvml, watch.handle = None, None
-    report, _ = runner_module._warm_up(_step, None, 5.0, watch)
+    report, _ = wheel_module._warm_up(_step, None, 5.0, watch)
     assert report.settled
     assert watch.result().why == "not read (NVML unavailable)"
 

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from ortgpu.bench.modes import BenchMode
-from ortgpu.bench.runner import BenchRequest, _Sessions, run_bench
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.bench.wheel import _Sessions
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.free_dims import fixed_dims_for, input_dim_labels
 
 

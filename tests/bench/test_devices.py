@@ -12,8 +12,8 @@ import pytest
 from ortgpu.bench.devices import DeviceWorkerError, run_on_slots
 from ortgpu.bench.runner import BenchRequest
 from ortgpu.cli.main import main
-from ortgpu.config import ExecutionProvider
-from ortgpu.env.nvml import DriverInfo, GpuInfo
+from ortgpu.ep import ExecutionProvider
+from ortgpu.host.nvml import DriverInfo, GpuInfo
 from ortgpu.scale.devices import parse_devices, plan_slots
 
 QUICK = ["--ep", "cpu", "--iterations", "40", "--warmup", "3"]

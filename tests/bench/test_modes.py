@@ -16,7 +16,7 @@ from ortgpu.bench.modes import (
     device_for,
     mode_class,
 )
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 
 

@@ -141,7 +141,7 @@ def test_on_the_cpu_ep_runs_that_cost_more_cpu_are_a_regression(tmp_path: Path, 
 
 def test_a_bench_run_keeps_its_cpu_time_per_run(tiny_model: Path) -> None:
     from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
 
     case = run_bench(BenchRequest(model=tiny_model, ep=ExecutionProvider.CPU, duration_s=0.5)).cases[0]
     assert len(case.cpu_ms_per_run) >= 8 and all(v > 0 for v in case.cpu_ms_per_run)

@@ -7,22 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ortgpu.bench import runner as runner_module
+from ortgpu.bench.hints import bench_hints
 from ortgpu.bench.modes import BenchMode, ModeRefusedError, RunMode
 from ortgpu.bench.result import BenchCase, CaseStatus, HintKind
-from ortgpu.bench.runner import (
-    BenchInputError,
-    BenchRequest,
-    parse_int_list,
-    parse_modes,
-    parse_percent,
-    parse_seconds,
-    parse_warmup,
-    run_bench,
-)
+from ortgpu.bench.runner import BenchInputError, BenchRequest, run_bench
 from ortgpu.bench.stats import MIN_RUNS
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
+from ortgpu.report.html import write_report
 
 
 def _quick(model: Path, **fields: object) -> BenchRequest:
@@ -163,46 +155,6 @@ def test_output_folder_is_checked_before_running(tiny_model: Path, tmp_path: Pat
         run_bench(_quick(tiny_model, report=tmp_path / "missing" / "x.html"))
 
 
-@pytest.mark.parametrize(
-    ("parse", "text", "expected"),
-    [
-        (lambda t: parse_int_list(t, "--batch"), "1,8,32", (1, 8, 32)),
-        (lambda t: parse_int_list(t, "--batch"), " 4 , 4,2", (4, 2)),
-        (parse_seconds, "5", 5.0),
-        (parse_seconds, "250ms", 0.25),
-        (parse_seconds, "1.5s", 1.5),
-        (parse_percent, "10%", 0.10),
-        (parse_percent, "2.5", 0.025),
-        (parse_warmup, "auto", None),
-        (parse_warmup, "20", 20),
-        (parse_modes, "all", (tuple(BenchMode), True)),
-        (parse_modes, "iobinding,run", ((BenchMode.IOBINDING, BenchMode.RUN), False)),
-    ],
-)
-def test_flag_values(parse, text: str, expected: object) -> None:
-    assert parse(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("parse", "text"),
-    [
-        (lambda t: parse_int_list(t, "--batch"), "1,,8"),
-        (lambda t: parse_int_list(t, "--concurrency"), "-4"),
-        (lambda t: parse_int_list(t, "--batch"), "1.5"),
-        (parse_seconds, "soon"),
-        (parse_seconds, "-2"),
-        (parse_seconds, "inf"),
-        (parse_percent, "ten"),
-        (parse_warmup, "-1"),
-        (parse_modes, "fast"),
-        (parse_modes, ","),
-    ],
-)
-def test_nonsense_flag_values(parse, text: str) -> None:
-    with pytest.raises(BenchInputError):
-        parse(text)
-
-
 def _gpu_case(mode: str, batch: int, p50: float, speedup: float | None = None) -> BenchCase:
     from ortgpu.bench.stats import compute_stats
 
@@ -229,11 +181,11 @@ def test_hints_name_the_bottleneck(demo_model: Path) -> None:
         _gpu_case("iobinding", 1, 0.5),
         _gpu_case("cudagraph", 1, 0.2),
     ]
-    hints = runner_module._hints(cases, model, ExecutionProvider.CUDA, False, "asked", False)
+    hints = bench_hints(cases, model, ExecutionProvider.CUDA, False, "asked", False)
     kinds = {h.kind for h in hints}
     assert {HintKind.COPY_BOUND, HintKind.LAUNCH_BOUND, HintKind.GPU_SLOWER_THAN_CPU} <= kinds
     assert HintKind.UNSTABLE not in kinds
-    steady = runner_module._hints(
+    steady = bench_hints(
         [_gpu_case("iobinding", 1, 0.5), _gpu_case("cudagraph", 1, 0.49)],
         model,
         ExecutionProvider.CUDA,
@@ -294,6 +246,7 @@ def test_against_defaults_is_in_the_html_report(tiny_model: Path, tmp_path: Path
         report=report,
     )  # fmt: skip
     result = run_bench(request)
+    write_report(result, result.report_to)  # the caller renders the report (the CLI does it for --report)
     html = report.read_text(encoding="utf-8")
     (speedup,) = result.speedups_over_defaults().values()
     assert '<table id="against-defaults">' in html and "ORT defaults (run)" in html

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capi_models import identity_feeds, save
-from realpackages import have_gcc
+from tests.support.capi_models import identity_feeds, save
+from tests.support.realpackages import have_gcc
 
 from ortgpu.capi import binding
 from ortgpu.capi.binding import (

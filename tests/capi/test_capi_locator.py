@@ -6,7 +6,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from realpackages import build_pe, tar_with
+from tests.support.realpackages import build_pe, tar_with
 
 from ortgpu.capi.library_locator import (
     AmbiguousLibraryError,
@@ -17,8 +17,8 @@ from ortgpu.capi.library_locator import (
     is_core_library,
     locate_library,
 )
-from ortgpu.env.archive import PackageError, UnsafeArchiveError
 from ortgpu.errors import ExitCode
+from ortgpu.package.archive import PackageError, UnsafeArchiveError
 
 pytestmark = pytest.mark.skipif(host_platform() != "linux-x64", reason="the real libraries here are linux-x64")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from capi_models import identity_feeds
-from realpackages import have_gcc
+from tests.support.capi_models import identity_feeds
+from tests.support.realpackages import have_gcc
 
 from ortgpu.capi import binding
 from ortgpu.capi.runner import (
@@ -92,7 +92,7 @@ def test_gpu_build_runs_on_cpu_and_tells_why_cuda_cannot_load(gpu_library, mlp: 
     assert result.ort_version == "1.31.1"
     assert {"CUDAExecutionProvider", "TensorrtExecutionProvider"} <= set(result.compiled_providers)
     np.testing.assert_allclose(result.outputs["Y"], wheel_outputs(mlp, {"X": X})["Y"], rtol=1e-5, atol=1e-6)
-    from ortgpu.env.linux_loader import LoaderEnv, resolve
+    from ortgpu.loader.linux import LoaderEnv, resolve
 
     if resolve("libcublasLt.so.13", None, LoaderEnv.from_system()).ok:
         pytest.skip("CUDA 13 is installed here: the load-failure text cannot be produced")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import crafted
 import numpy as np
 import pytest
+from tests.support import crafted
 
 from ortgpu.accuracy.dataset import DatasetError
 from ortgpu.check import CheckRequest, ParityStatus, ReferenceFileError, run_check
 from ortgpu.cli.main import main
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.zoo import build_tiny_model
 

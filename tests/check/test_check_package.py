@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -26,32 +24,14 @@ from ortgpu.check import (
     parse_tolerances,
     run_check,
 )
-from ortgpu.config import Config, ExecutionProvider, Fallback
-from ortgpu.env import nvml
-from ortgpu.env.archive import PackageError
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
+from ortgpu.host import nvml
 from ortgpu.model.zoo import MODELS, build_demo_model
+from ortgpu.package.archive import PackageError
 from ortgpu.placement import PlacedNode, PlacementSource, build_report
 from ortgpu.results import envelope
-
-
-def _capi_fixtures() -> Any:
-    """tests/capi/conftest.py (real libraries, fetched once into the test cache), loaded under its own name."""
-    name = "ortgpu_tests_capi_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "capi" / "conftest.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_capi = _capi_fixtures()
-wheel_library = _capi.wheel_library  # libonnxruntime.so of the installed onnxruntime wheel
-ort114_tgz = _capi.ort114_tgz  # npm onnxruntime-node 1.14.0 (CPU build, libraries for five platforms)
-gpu_wheel = _capi.gpu_wheel  # onnxruntime-gpu 1.31.1 manylinux wheel (CUDA 13 build)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ from ortgpu.check import (
     parse_tolerances,
     run_check,
 )
-from ortgpu.config import Config, ExecutionProvider, Fallback
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.zoo import MODELS, build_demo_model
 from ortgpu.placement import PlacedNode, PlacementSource, build_report

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from ortgpu.check import CheckRequest, run_check
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.placement import PlacedNode, PlacementSource, build_report, parse_verbose_log
 from ortgpu.session import verified as verified_module

@@ -13,9 +13,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ortgpu.check import CheckRequest, run_check
 from ortgpu.cli.main import main
-from ortgpu.config import ExecutionProvider
+from ortgpu.cli.params import parse_dim, parse_range, parse_shape
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.culprits import failed_node
-from ortgpu.model.inputs import InputError, InputSpec, parse_dim, parse_range, parse_shape
+from ortgpu.model.inputs import InputError, InputSpec
 from ortgpu.session.failures import RunFailedError
 
 

@@ -7,10 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))  # realpackages
-
-from realpackages import build_release_folder, build_stubs, have_gcc, tar_with
+from tests.support.realpackages import build_release_folder, build_stubs, have_gcc, tar_with
 
 from ortgpu.cli.main import main
 

@@ -11,16 +11,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import crafted
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+from tests.support import crafted
 
 from ortgpu.check import parse_tolerances
 from ortgpu.cli.main import main
 from ortgpu.compare import CompareError, CompareRequest, InterpreterError, OtherOrtError, SideKind, run_compare
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.fp16 import Fp16Request, run_fp16
 from ortgpu.model.inputs import InputSpec
 

@@ -79,10 +79,10 @@ def test_a_blocked_plan_never_runs() -> None:
 
 
 def _no_ort_report(monkeypatch):
-    from fake_libs import FakeNvml
+    from tests.support.fake_libs import FakeNvml
 
-    from ortgpu.env.doctor import OrtBuild, Probes, diagnose
-    from ortgpu.env.nvml import DriverInfo  # noqa: F401 - documents what NO_GPU stands for
+    from ortgpu.doctor.machine import OrtBuild, Probes, diagnose
+    from ortgpu.host.nvml import DriverInfo  # noqa: F401 - documents what NO_GPU stands for
 
     def fake_diagnose(progress=None, **_kw):
         return diagnose(
@@ -93,7 +93,7 @@ def _no_ort_report(monkeypatch):
             )
         )  # fmt: skip
 
-    monkeypatch.setattr("ortgpu.env.doctor.diagnose", fake_diagnose)
+    monkeypatch.setattr("ortgpu.doctor.machine.diagnose", fake_diagnose)
 
 
 def test_cli_prints_the_plan(monkeypatch, capsys) -> None:

@@ -6,9 +6,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-from fake_libs import FakeNvml, build_lib, fake_ort, install_dist, needs_gcc, package_info
+from tests.support.fake_libs import FakeNvml, build_lib, fake_ort, install_dist, needs_gcc, package_info
 
-from ortgpu.env.doctor import OrtBuild, Probes, diagnose
+from ortgpu.doctor.machine import OrtBuild, Probes, diagnose
 from ortgpu.fix import Problem, plan_fixes
 from ortgpu.fix.plan import gpu_requirement
 
@@ -20,7 +20,7 @@ NO_GPU = FakeNvml(fail_init="NVML Shared Library Not Found")
 
 def _everything(version: str = "1.31.1") -> tuple[str, ...]:
     """NEEDS plus what the CUDA provider and cuDNN open at run time (the matrix's lazy libraries)."""
-    from ortgpu.env.matrix import requirements_for
+    from ortgpu.knowledge.matrix import requirements_for
 
     row = requirements_for(version, 13)
     return (*NEEDS, *row.lazy_libraries, *row.indirect_libraries_linux)
@@ -49,7 +49,7 @@ def _report(tmp_path: Path, nvml=None, ort=None, lib_dirs=(), sys_path=None):
         build_lib(lib / soname)
 
     def no_load(libraries, **_kw):
-        from ortgpu.env.load_attempt import LoadAttempt, LoadOutcome
+        from ortgpu.host.load_attempt import LoadAttempt, LoadOutcome
 
         return LoadAttempt(LoadOutcome.LIBRARY_FAILED, (), "not loaded (test)", False, (), None, (), False,
                            None, None, 0, "", 0.0)  # fmt: skip
@@ -169,7 +169,7 @@ def test_externally_managed_python_blocks_running(tmp_path) -> None:
 
 
 def test_gpu_requirement_for_old_drivers() -> None:
-    from ortgpu.env.nvml import DriverInfo
+    from ortgpu.host.nvml import DriverInfo
 
     assert gpu_requirement(DriverInfo(True, "470.82.01", "11.4", (), None))[0] == "onnxruntime-gpu~=1.18.0"
     assert gpu_requirement(DriverInfo(True, "400.1", None, (), None))[0] == "onnxruntime-gpu"

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import crafted
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
+from tests.support import crafted
 
 from ortgpu.accuracy.graph import load_model
 from ortgpu.cli.main import main
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.fp16 import Fp16Error, Fp16Request, KeepRule, convert_to_fp16, run_fp16
 from ortgpu.fp16.keeplist import chain_groups
 from ortgpu.fp16.run import SOURCE_SHA_KEY

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_models import save_model
+from tests.support.hostile_models import save_model
 
 from ortgpu.cli.main import main
 

@@ -29,13 +29,13 @@ def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the command ran before checking its outputs")
 
-    import ortgpu.bench.runner
-    import ortgpu.check.run
-    import ortgpu.env.doctor
+    import ortgpu.bench.wheel
+    import ortgpu.check.wheel
+    import ortgpu.doctor.machine
 
-    monkeypatch.setattr(ortgpu.bench.runner, "_measure_through_wheel", refuse)
-    monkeypatch.setattr(ortgpu.check.run, "_run_through_wheel", refuse)
-    monkeypatch.setattr(ortgpu.env.doctor, "diagnose", refuse)
+    monkeypatch.setattr(ortgpu.bench.wheel, "_measure_through_wheel", refuse)
+    monkeypatch.setattr(ortgpu.check.wheel, "_run_through_wheel", refuse)
+    monkeypatch.setattr(ortgpu.doctor.machine, "diagnose", refuse)
 
 
 def one_error(capsys: pytest.CaptureFixture[str]) -> str:

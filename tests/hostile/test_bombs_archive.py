@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ortgpu.cli.main import main
-from ortgpu.env.archive import PackageError, open_package
+from ortgpu.package.archive import PackageError, open_package
 
 LIB = "onnxruntime-linux-x64-1.20.0/lib/libonnxruntime.so.1.20.0"
 ELF_HEAD = b"\x7fELF\x02\x01\x01" + b"\0" * 57  # enough of an ELF header to be taken for a library by name

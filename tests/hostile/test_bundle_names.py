@@ -7,7 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from realpackages import build_release_folder, build_so, have_gcc, tar_folder, tar_with
+from tests.support.realpackages import build_release_folder, build_so, have_gcc, tar_folder, tar_with
 
 from ortgpu.cli.main import main
 
@@ -136,7 +136,7 @@ def test_tar_with_a_control_character_member_is_refused_before_extracting(tmp_pa
 def test_pe_import_that_is_a_path_is_refused(tmp_path: Path, capsys, imported: str) -> None:
     import zipfile
 
-    from realpackages import build_pe
+    from tests.support.realpackages import build_pe
 
     vc = ["VCRUNTIME140.dll", "KERNEL32.dll"]
     root = "onnxruntime-win-x64-gpu-1.20.1"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from realpackages import build_release_folder, build_so, have_gcc, tar_folder
+from tests.support.realpackages import build_release_folder, build_so, have_gcc, tar_folder
 
 from ortgpu.bundle import BundleError, BundleRequest, create_bundle
 from ortgpu.cli.main import main

@@ -26,7 +26,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def _model(folder: Path, dims: list[object]) -> str:
-    from hostile_models import save_model
+    from tests.support.hostile_models import save_model
 
     return str(save_model(folder / "odd.onnx", [("x", dims)]))
 

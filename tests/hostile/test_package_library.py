@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_libs import build_lib, needs_gcc
+from tests.support.fake_libs import build_lib, needs_gcc
 
 from ortgpu.capi.library_locator import exports_symbol
 

@@ -23,17 +23,17 @@ SLOW_CLI = textwrap.dedent(
     import sys, time
     from pathlib import Path
 
-    import ortgpu.env.package as package
+    import ortgpu.package.analysis as package
 
     marker = Path(sys.argv.pop(1))
-    real = package._analyse
+    real = package.analyse_with_binaries
 
     def slow(*args, **kwargs):
         marker.write_text("analysing")
         time.sleep(30)
         return real(*args, **kwargs)
 
-    package._analyse = slow
+    package.analyse_with_binaries = slow
     from ortgpu.cli.main import run
 
     run()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.infer.dataset import InferInputError
 from ortgpu.infer.local import PoolEvents
 from ortgpu.infer.run import InferRequest, run_infer

@@ -8,10 +8,10 @@ from importlib import resources
 
 import pytest
 
-from ortgpu.env.matrix import Platform
 from ortgpu.knowledge import Family, Severity, load_knowledge_base, lookup
 from ortgpu.knowledge.base import ALLOWED_GROUPS, KnowledgeBaseError, UnknownFailureModeError, validate_document
 from ortgpu.knowledge.matcher import extract_facts, find_hits, normalise
+from ortgpu.knowledge.matrix import Platform
 
 KB = load_knowledge_base()
 

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from ortgpu.errors import ExitCode
 from ortgpu.model import zoo
-from ortgpu.model.inputs import InputError, InputSpec, make_inputs, parse_dim, parse_range, parse_shape
+from ortgpu.model.inputs import InputError, InputSpec, make_inputs
 from ortgpu.model.inspect import ModelInfo, inspect_model
 
 
@@ -28,39 +28,6 @@ def _error(exc: pytest.ExceptionInfo[InputError], *words: str) -> str:
     for word in words:
         assert word in line, (word, line)
     return line
-
-
-# ------------------------------------------------------------------------------------------------ parsers
-
-
-def test_parse_shape_forms() -> None:
-    assert parse_shape("image=1x3x224x224") == ("image", (1, 3, 224, 224))
-    assert parse_shape("image = 1,3,224,224") == ("image", (1, 3, 224, 224))
-    assert parse_shape("input:0=[2x5]") == ("input:0", (2, 5))
-    assert parse_shape("sr=") == ("sr", ())
-    assert parse_shape("sr=scalar") == ("sr", ())
-    assert parse_shape("x=0x4") == ("x", (0, 4))
-
-
-@pytest.mark.parametrize("text", ["image", "=1x3", "image=1xax3", "image=1x-3", "image=1x3.5"])
-def test_parse_shape_rejects(text: str) -> None:
-    with pytest.raises(InputError) as exc:
-        parse_shape(text)
-    _error(exc, "--shape")
-
-
-def test_parse_dim_and_range() -> None:
-    assert parse_dim("batch=8") == ("batch", 8)
-    assert parse_dim("seq*2=16") == ("seq*2", 16)
-    assert parse_range("x=-1,1") == ("x", (-1.0, 1.0))
-    assert parse_range("ids=0,30521") == ("ids", (0.0, 30521.0))
-    for bad in ("batch", "batch=eight", "batch=-1"):
-        with pytest.raises(InputError):
-            parse_dim(bad)
-    for bad in ("x=1", "x=a,b", "x=2,1", "x=0,inf", "x=1,2,3"):
-        with pytest.raises(InputError) as exc:
-            parse_range(bad)
-        _error(exc, "--range")
 
 
 # ------------------------------------------------------------------------------------------------ dtypes, seeds

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.inspect import InspectRequest, KernelSource, KernelStatus, inspect_model_file
 from ortgpu.model import zoo
 from ortgpu.profile import GpuTiming, ProfileRequest, run_profile

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.profile.hints import HintInputs, make_hints
 from ortgpu.profile.result import (
     CpuNodeTime,

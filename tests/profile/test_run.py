@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ortgpu.config import Config, ExecutionProvider, load_config
+from ortgpu.config import Config, load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import ModelError

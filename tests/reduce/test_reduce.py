@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import crafted
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from tests.support import crafted
 
 from ortgpu.cli.main import main
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec
 from ortgpu.reduce import ConditionKind, ReduceError, ReduceRequest, run_reduce
 

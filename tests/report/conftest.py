@@ -9,7 +9,7 @@ import pytest
 def cpu_result(tmp_path_factory: pytest.TempPathFactory):
     from ortgpu.bench.modes import BenchMode
     from ortgpu.bench.runner import BenchRequest, run_bench
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.ep import ExecutionProvider
     from ortgpu.model.zoo import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("report") / "tiny.onnx")
@@ -32,12 +32,12 @@ def gpu_like_result(cpu_result):
     """The CPU result relabelled as a CUDA run with a CPU comparison: exercises the GPU-only plots on any machine."""
     import dataclasses
 
-    from ortgpu.bench.runner import _with_speedups
-    from ortgpu.config import ExecutionProvider
+    from ortgpu.bench.runner import with_speedups
+    from ortgpu.ep import ExecutionProvider
 
     gpu = [dataclasses.replace(c, ep=ExecutionProvider.CUDA) for c in cpu_result.cases]
     cpu = [c for c in cpu_result.cases if c.mode.value == "run"]
     settings = dataclasses.replace(cpu_result.settings, compare_cpu=True)
     return dataclasses.replace(
-        cpu_result, ep=ExecutionProvider.CUDA, cases=tuple(_with_speedups(gpu + cpu)), settings=settings
+        cpu_result, ep=ExecutionProvider.CUDA, cases=tuple(with_speedups(gpu + cpu)), settings=settings
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ortgpu.env.nvml import DriverInfo, GpuInfo
 from ortgpu.errors import ExitCode
+from ortgpu.host.nvml import DriverInfo, GpuInfo
 from ortgpu.runtime.guard import (
     OrtImportError,
     OrtNotInstalledError,
@@ -82,7 +82,7 @@ def test_broken_onnxruntime_is_an_import_error(monkeypatch, tmp_path) -> None:
 
 
 # Modules that handle a missing onnxruntime themselves: the doctor's in-process query and the load child's script.
-_OWN_HANDLING = {"runtime/guard.py", "env/doctor.py", "env/load_attempt.py"}
+_OWN_HANDLING = {"runtime/guard.py", "doctor/machine.py", "host/load_attempt.py"}
 
 
 def test_every_onnxruntime_import_goes_through_the_guard() -> None:

@@ -6,7 +6,7 @@ import platform
 import subprocess
 import sys
 
-from fake_libs import install_dist, package_info
+from tests.support.fake_libs import install_dist, package_info
 
 from ortgpu import __version__
 from ortgpu.cli.main import main

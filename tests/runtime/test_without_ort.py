@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ortless import ortless_env, ortless_site
+from tests.support.ortless import ortless_env, ortless_site
 
 _DRIVER = r"""
 import contextlib, io, json, sys
@@ -71,7 +71,7 @@ def test_the_child_really_has_no_onnxruntime(no_ort_path, tmp_path) -> None:
 
 
 def test_diagnosis_commands_work_without_onnxruntime(no_ort_path, tmp_path) -> None:
-    from realpackages import build_release_folder, have_gcc
+    from tests.support.realpackages import build_release_folder, have_gcc
 
     if not have_gcc():
         pytest.skip("needs gcc to build a small release folder")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ortgpu.env.nvml import DriverInfo, GpuInfo
 from ortgpu.errors import ExitCode
+from ortgpu.host.nvml import DriverInfo, GpuInfo
 from ortgpu.scale.devices import (
     DeviceKind,
     DevicesError,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import ortgpu
-from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
+from ortgpu.config import Config, ConfigError, Fallback, load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ExitCode
 from ortgpu.model.inputs import InputError, InputSpec
 from ortgpu.model.inspect import ModelError

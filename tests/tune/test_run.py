@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import ortgpu
-from ortgpu.config import ExecutionProvider, load_config
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.tune import Objective, TrialStatus, TuneInputError, TuneRequest, parse_budget, run_tune
 from ortgpu.tune.output import config_text
 

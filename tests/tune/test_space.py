@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.tune.space import (
     ModelTraits,
     SpaceContext,

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortgpu.errors import BadInputError
+from ortgpu.model.inputs import InputError, InputSpec, ResolvedInputs, make_inputs
+from ortgpu.model.inspect import ModelInfo
+from ortgpu.npz import load_npz
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.model.inputs import InputSpec, ResolvedInputs
-    from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["MAX_SAMPLES", "Dataset", "DatasetError", "Sample", "load_dataset", "split_stacked", "stack_outputs"]
 
@@ -95,7 +95,6 @@ def load_dataset(model: ModelInfo, spec: InputSpec, samples: int | None = None) 
     """The samples to run: from ``spec.npz`` (a folder of .npz, or one .npz, maybe with a leading sample axis),
     or ``samples`` generated ones (seeds ``spec.seed``, ``spec.seed + 1``...). Errors are DatasetError or
     InputError (exit 2)."""
-    from ortgpu.model.inputs import make_inputs
 
     count = _count(samples)
     if spec.npz is None:
@@ -110,8 +109,6 @@ def load_dataset(model: ModelInfo, spec: InputSpec, samples: int | None = None) 
     path = Path(spec.npz)
     if path.is_dir():
         return _folder(model, spec, path, count)
-    from ortgpu.model.inputs import InputError
-    from ortgpu.npz import load_npz
 
     hint = "save it with numpy.savez(path, name=array, ...) using the model's input names"
     arrays = load_npz(path, what="inputs file", contents="inputs", error=InputError, hint=hint)
@@ -136,8 +133,6 @@ def load_dataset(model: ModelInfo, spec: InputSpec, samples: int | None = None) 
 
 
 def _folder(model: ModelInfo, spec: InputSpec, folder: Path, count: int | None) -> Dataset:
-    from ortgpu.model.inputs import make_inputs
-
     files = sorted(p for p in folder.iterdir() if p.suffix == ".npz" and p.is_file())
     if not files:
         raise DatasetError(f"--inputs {folder}: the folder holds no .npz file", "put one .npz per sample in it")

@@ -9,9 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.accuracy.graph import TensorSlot, topological_order, with_outputs
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.accuracy.graph import TensorSlot, intermediate_tensors, topological_order, with_outputs
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.model.inspect import inspect_model
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session import open_session
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -84,8 +87,6 @@ class OrtEngine(TensorEngine):
         """``slots`` typed as this engine's model has them (another model's fp32 tensor may be fp16 here)."""
         from dataclasses import replace
 
-        from ortgpu.accuracy.graph import intermediate_tensors
-
         if self._types is None:
             own, _ = intermediate_tensors(self._base, {n: tuple(v.shape) for n, v in self._feeds.items()})
             self._types = {s.name: s.elem_type for s in own}
@@ -99,9 +100,6 @@ class OrtEngine(TensorEngine):
         import onnx
 
         onnxruntime = import_onnxruntime("comparing a model layer by layer")
-
-        from ortgpu.model.inspect import inspect_model
-        from ortgpu.session import open_session
 
         path = Path(self._folder.name) / "exposed.onnx"
         onnx.save_model(model, str(path))

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.engines import TensorEngine
 from ortgpu.accuracy.graph import Skipped, TensorSlot
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.accuracy.engines import TensorEngine
 
 __all__ = [
     "DEFAULT_BYTE_BUDGET",

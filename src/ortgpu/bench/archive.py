@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ortgpu.atomic import atomic_write_text
 from ortgpu.bench.result import (
     BaselineComparison,
     BenchCase,
@@ -16,7 +17,9 @@ from ortgpu.bench.result import (
     Verdict,
     from_jsonable,
 )
+from ortgpu.bench.stats import ALPHA, MIN_CPU_CHUNKS, kept_latencies, shift_test
 from ortgpu.errors import BadInputError
+from ortgpu.results import envelope, read_envelope
 
 __all__ = [
     "COMMAND",
@@ -38,15 +41,12 @@ class BaselineError(BadInputError):
 
 def save_result(result: BenchResult, path: Path) -> Path:
     """Write ``result`` as a versioned JSON envelope; atomic, so an old file survives a failed write."""
-    from ortgpu.atomic import atomic_write_text
-    from ortgpu.results import envelope
 
     return atomic_write_text(path, json.dumps(envelope(COMMAND, result), indent=1) + "\n")
 
 
 def load_result(path: Path) -> BenchResult:
     """Read a file written by ``ortgpu bench --save`` back into a BenchResult; BaselineError when it is not one."""
-    from ortgpu.results import read_envelope
 
     path = Path(path)
     try:
@@ -121,7 +121,6 @@ def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseCom
     On the CPU EP, when both runs kept their CPU time per run, that must regress too (the same test): a model that
     got slower costs more CPU per run, a busy machine mostly stretches the wall time. p95 is reported, not gated.
     """
-    from ortgpu.bench.stats import ALPHA, MIN_CPU_CHUNKS, kept_latencies, shift_test
 
     if case.stats is None or base.stats is None:
         raise ValueError(f"{case.key.label}: only measured cases can be compared")

@@ -12,6 +12,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ortgpu.bench.environment import nvml_index_for
+from ortgpu.host import nvml
+
 __all__ = ["CLOCK_FLOOR", "CLOCK_NEAR_MAX", "CLOCK_STABLE", "ClockWatch", "GpuClocks"]
 
 CLOCK_NEAR_MAX = 0.90  # ready at or above this share of the maximum SM clock ...
@@ -70,10 +73,8 @@ class ClockWatch:
     @classmethod
     def for_device(cls, device_id: int) -> ClockWatch | None:
         """The watch of CUDA device ``device_id`` (after CUDA_VISIBLE_DEVICES), or None when NVML cannot say."""
-        from ortgpu.bench.environment import nvml_index_for
-        from ortgpu.env.nvml import query_driver
 
-        index = nvml_index_for(device_id, query_driver().gpus)
+        index = nvml_index_for(device_id, nvml.query_driver().gpus)
         if index is None:
             return None
         watch = cls(index)

@@ -18,13 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortgpu.atomic import atomic_write_text
 from ortgpu.bench.gate import gated
+from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchCase, BenchResult, CaseStatus
 from ortgpu.bench.runner import BenchInputError, BenchRequest, run_bench
+from ortgpu.config import load_config
 from ortgpu.errors import EnvironmentUnfitError, OrtgpuError
+from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.results import envelope
 from ortgpu.scale.devices import DeviceKind, DeviceSlot, DeviceSpec, plan_slots
 from ortgpu.scale.procs import WorkerProcess, wait_any
+from ortgpu.session import best_available_ep
 
 __all__ = [
     "AggregateCase",
@@ -273,10 +279,6 @@ def run_bench_devices(request: BenchRequest, spec: DeviceSpec, progress: Progres
     devices (exit 2 for a device list that does not fit the EP, 3 for a GPU that is not here).
     ``request.save`` gets this result.
     """
-    from ortgpu.bench.modes import BenchMode
-    from ortgpu.config import load_config
-    from ortgpu.model.inspect import inspect_model
-    from ortgpu.session import best_available_ep
 
     started = time.perf_counter()
     tell = progress or (lambda message, fraction=None: None)
@@ -324,9 +326,6 @@ def run_bench_devices(request: BenchRequest, spec: DeviceSpec, progress: Progres
     )
     if request.save is not None:
         import json
-
-        from ortgpu.atomic import atomic_write_text
-        from ortgpu.results import envelope
 
         result = dataclasses.replace(result, saved_to=Path(request.save))
         atomic_write_text(request.save, json.dumps(envelope("bench.devices", result), indent=2))

@@ -8,12 +8,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu import __version__
+from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.host import nvml
+from ortgpu.host.nvml import map_visible_devices
 from ortgpu.runtime.guard import import_onnxruntime
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.check.result import PackageLibrary
 
 __all__ = ["Environment", "GpuSummary", "collect_environment", "collect_package_environment", "nvml_index_for"]
 
@@ -68,7 +69,6 @@ class Environment:
 
 def nvml_index_for(device_id: int, gpus: tuple[Any, ...]) -> int | None:
     """The NVML index of CUDA device ``device_id`` (NVML ignores CUDA_VISIBLE_DEVICES; CUDA renumbers by it)."""
-    from ortgpu.env.nvml import map_visible_devices
 
     visible = map_visible_devices(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER"))
     match = next((d for d in visible.devices if d.device_id == device_id), None)
@@ -136,10 +136,8 @@ def _runtime_versions(paths: dict[str, str]) -> tuple[str | None, str | None]:
 
 def _machine(ep: str, device_id: int) -> dict[str, Any]:
     """The Environment fields that do not depend on which ONNX Runtime ran: versions, host, GPU, driver."""
-    from ortgpu import __version__
-    from ortgpu.env.nvml import query_driver
 
-    driver = query_driver()
+    driver = nvml.query_driver()
     gpus = tuple(driver.gpus)
     index = nvml_index_for(device_id, gpus)
     gpu = next((g for g in gpus if g.index == index), None) if ep != "cpu" else None
@@ -215,7 +213,7 @@ def collect_environment(
 def collect_package_environment(
     ep: str,
     device_id: int,
-    package: PackageLibrary,
+    package: CApiLibrary,
     active_providers: tuple[str, ...],
     provider_options: dict[str, dict[str, str]],
     config_session: dict[str, Any] | None = None,

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import EnvironmentUnfitError
 from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.config import ExecutionProvider
 
 __all__ = [
     "BenchMode",
@@ -69,7 +68,6 @@ class OutputSpec:
 
 def device_for(ep: ExecutionProvider, device_id: int) -> Device:
     """The device an EP computes on: bound buffers go there."""
-    from ortgpu.config import ExecutionProvider
 
     if ep is ExecutionProvider.CPU:
         return Device("cpu", 0)
@@ -227,16 +225,12 @@ class CudaGraphMode(IoBindingMode):
 
     @classmethod
     def refusal(cls, ep: ExecutionProvider) -> str | None:
-        from ortgpu.config import ExecutionProvider
-
         if ep is ExecutionProvider.CPU:
             return "CUDA graphs need a GPU execution provider (CUDA or TensorRT); the CPU EP has no graph capture"
         return None
 
     @classmethod
     def provider_options(cls, ep: ExecutionProvider) -> dict[str, str]:
-        from ortgpu.config import ExecutionProvider
-
         if ep is ExecutionProvider.CUDA:
             return {"enable_cuda_graph": "1"}
         if ep is ExecutionProvider.TENSORRT:

@@ -14,35 +14,57 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ortgpu.bench.backend import Measured
+from ortgpu.bench.environment import collect_package_environment
 from ortgpu.bench.modes import mode_class
-from ortgpu.bench.result import BenchCase, CaseStatus, ColdStart, WarmupReport
-from ortgpu.bench.runner import (
-    _SETTLE_TOLERANCE,
-    _SETTLE_WINDOW_S,
+from ortgpu.bench.plan import (
     DEFAULT_DURATION_S,
+    SETTLE_TOLERANCE,
+    SETTLE_WINDOW_S,
     BenchInputError,
     BenchRequest,
-    Measured,
-    Progress,
-    _case,
-    _median,
-    _Plan,
-    _plan,
-    _Shapes,
-    _timeline,
+    Plan,
+    Shapes,
+    make_case,
+    median_ns,
+    plan_cases,
+    sample_timeline,
 )
+from ortgpu.bench.result import BenchCase, CaseStatus, ColdStart, WarmupReport
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
+from ortgpu.capi import runner as capi_runner
+from ortgpu.capi.binding import OrtInputError, OrtRuntimeError, ProviderLoadError
+from ortgpu.capi.library_locator import LocatedLibrary, SourceKind, locate_library
+from ortgpu.capi.package_run import CApiLibrary, default_gpu_reason, default_package_ep, package_session_settings
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.model.inspect import ModelInfo
+from ortgpu.progress import Progress
+from ortgpu.session.options import device_of, effective_provider_options
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.capi.library_locator import LocatedLibrary
-    from ortgpu.capi.runner import PackageRunResult
-    from ortgpu.check.result import PackageLibrary
-    from ortgpu.config import Config, ExecutionProvider
-    from ortgpu.model.inspect import ModelInfo
+__all__ = ["PackageBackend", "measure_through_package", "validate_package_request"]
 
-__all__ = ["measure_through_package", "validate_package_request"]
+
+class PackageBackend:
+    """Times every planned case through the ONNX Runtime C library found in ``package`` (one child each)."""
+
+    def __init__(self, package: Path) -> None:
+        self.package = package
+
+    def validate(self, request: BenchRequest) -> None:
+        validate_package_request(request)
+
+    def measure(
+        self,
+        request: BenchRequest,
+        config: Config,
+        model: ModelInfo,
+        by_batch: Mapping[int, Shapes],
+        tell: Progress,
+    ) -> Measured:
+        return measure_through_package(request, self.package, config, model, by_batch, tell)
+
 
 _PROBE_RUNS = 10  # timed runs of the probe child: enough for a median that sizes the warm-up and the measurement
 _AUTO_WARMUP_S = 0.5  # --warmup auto: warm-up runs filling about this long (or max_warmup_s when shorter)
@@ -79,7 +101,7 @@ def measure_through_package(
     package: Path,
     config: Config,
     model: ModelInfo,
-    by_batch: Mapping[int, _Shapes],
+    by_batch: Mapping[int, Shapes],
     tell: Progress,
 ) -> Measured:
     """Every planned case through the C library in ``package``, each in its own child process.
@@ -89,10 +111,6 @@ def measure_through_package(
     the numbers would be CPU numbers under a GPU label. A run that fails (e.g. out of memory at a large batch)
     fails its case; the other cases still run.
     """
-    from ortgpu.capi.binding import ProviderLoadError
-    from ortgpu.capi.library_locator import locate_library
-    from ortgpu.check.package import default_gpu_reason, default_package_ep, package_session_settings
-    from ortgpu.config import ExecutionProvider
 
     settings = package_session_settings(config)  # a setting the C API cannot apply: exit 2 before any run
     tell(f"finding ONNX Runtime's C library in {package}", None)
@@ -116,26 +134,23 @@ def _measure(
     request: BenchRequest,
     config: Config,
     model: ModelInfo,
-    by_batch: Mapping[int, _Shapes],
+    by_batch: Mapping[int, Shapes],
     settings: Mapping[str, object],
     tell: Progress,
     ep: ExecutionProvider,
     ep_reason: str,
     auto_ep: bool,
 ) -> Measured:
-    from ortgpu.bench.environment import collect_package_environment
-    from ortgpu.config import ExecutionProvider
-    from ortgpu.session.options import effective_provider_options
 
     options = effective_provider_options(ep, config, request.provider_options, request.device_id)
-    plans = _plan(request, ep, list(by_batch))
+    plans = plan_cases(request, ep, list(by_batch))
     cases: list[BenchCase] = []
-    runs: dict[ExecutionProvider, PackageRunResult] = {}  # the first run per EP: what the library said
+    runs: dict[ExecutionProvider, capi_runner.PackageRunResult] = {}  # the first run per EP: what the library said
     interrupted = False
     for index, plan in enumerate(plans):
         shapes = by_batch[plan.batch]
         if plan.skip is not None:
-            cases.append(_case(plan, CaseStatus.SKIPPED, shapes, reason=plan.skip))
+            cases.append(make_case(plan, CaseStatus.SKIPPED, shapes, reason=plan.skip))
             continue
         label = f"[{index + 1}/{len(plans)}] {plan.ep.value}/{plan.mode.value} batch {shapes.batch}"
         tell(f"{label} through {located.member}", index / len(plans))
@@ -143,7 +158,7 @@ def _measure(
             case, run = _run_case(located, request, plan, shapes, model, options if plan.ep is ep else {}, settings)
         except KeyboardInterrupt:
             reason = "the runs of its child process were lost"
-            cases.append(_case(plan, CaseStatus.INTERRUPTED, shapes, reason=reason))
+            cases.append(make_case(plan, CaseStatus.INTERRUPTED, shapes, reason=reason))
             interrupted = True
             break
         cases.append(case)
@@ -168,17 +183,15 @@ def _measure(
 def _run_case(
     located: LocatedLibrary,
     request: BenchRequest,
-    plan: _Plan,
-    shapes: _Shapes,
+    plan: Plan,
+    shapes: Shapes,
     model: ModelInfo,
     options: Mapping[str, str],
     settings: Mapping[str, object],
-) -> tuple[BenchCase, PackageRunResult | None]:
+) -> tuple[BenchCase, capi_runner.PackageRunResult | None]:
     """One case: a probe child when a run's time is needed first, then the measuring child."""
-    from ortgpu.capi.binding import OrtInputError, OrtRuntimeError
-    from ortgpu.capi.runner import PackageRunError
 
-    def child(iterations: int, timeout_s: float) -> PackageRunResult:
+    def child(iterations: int, timeout_s: float) -> capi_runner.PackageRunResult:
         return _child(located, model, shapes, plan.ep, options, settings, iterations, timeout_s)
 
     try:
@@ -193,11 +206,11 @@ def _run_case(
         per_run = 3 * typical if typical is not None else _UNKNOWN_RUN_BOUND_S
         # the warm-up runs are timed too (and dropped): their spread tells whether --warmup auto settled
         run = child(warm + count, _CHILD_TIMEOUT_S + (warm + count) * per_run)
-    except (OrtInputError, OrtRuntimeError, PackageRunError) as exc:
+    except (OrtInputError, OrtRuntimeError, capi_runner.PackageRunError) as exc:
         status = getattr(exc, "status", None)
         if isinstance(exc, OrtRuntimeError) and status is not None and status.function != "Run":
             raise  # the session cannot be created: every case would fail the same way
-        return _case(plan, CaseStatus.FAILED, shapes, reason=exc.one_line()), None
+        return make_case(plan, CaseStatus.FAILED, shapes, reason=exc.one_line()), None
     warm_ns, timed_ns = run.latencies_ns[:warm], run.latencies_ns[warm:]
     stats = compute_stats(timed_ns, shapes.batch, sum(timed_ns) / 1e9)  # the child's loop does nothing else
     warmup = WarmupReport(
@@ -207,8 +220,8 @@ def _run_case(
         policy="count" if request.warmup is not None else "auto",
     )
     cold = ColdStart(run.session_creation_s, session_reused=False, first_run_ms=run.first_run_s * 1e3)
-    case = _case(
-        plan, CaseStatus.OK, shapes, stats=stats, warmup=warmup, cold=cold, timeline_ms=_timeline(list(timed_ns))
+    case = make_case(
+        plan, CaseStatus.OK, shapes, stats=stats, warmup=warmup, cold=cold, timeline_ms=sample_timeline(list(timed_ns))
     )
     return case, run
 
@@ -216,17 +229,15 @@ def _run_case(
 def _child(
     located: LocatedLibrary,
     model: ModelInfo,
-    shapes: _Shapes,
+    shapes: Shapes,
     ep: ExecutionProvider,
     options: Mapping[str, str],
     settings: Mapping[str, object],
     iterations: int,
     timeout_s: float,
-) -> PackageRunResult:
-    from ortgpu.capi.runner import run_package_model
-    from ortgpu.session.options import device_of
+) -> capi_runner.PackageRunResult:
 
-    return run_package_model(
+    return capi_runner.run_package_model(
         located,
         model.path,
         shapes.feeds,
@@ -243,7 +254,7 @@ def _child(
 
 def _window(typical_s: float) -> int:
     """Runs per warm-up window, as the wheel path's auto warm-up counts them (windows of ~50 ms)."""
-    return max(1, min(10_000, int(_SETTLE_WINDOW_S / typical_s)))
+    return max(1, min(10_000, int(SETTLE_WINDOW_S / typical_s)))
 
 
 def _auto_warmup_runs(typical_s: float | None, max_s: float) -> int:
@@ -261,17 +272,15 @@ def _runs_for(duration_s: float, typical_s: float | None) -> int:
 def _settled(warm_ns: Sequence[int], typical_s: float | None) -> bool:
     """The wheel path's rule on the timed warm-up runs: the medians of the last three windows agree within 5%."""
     size = _window(typical_s or 1e-7)
-    medians = [_median(warm_ns[i : i + size]) for i in range(0, len(warm_ns) - size + 1, size)]
+    medians = [median_ns(warm_ns[i : i + size]) for i in range(0, len(warm_ns) - size + 1, size)]
     last = medians[-3:]
-    return len(last) == 3 and (max(last) - min(last)) <= _SETTLE_TOLERANCE * min(last)
+    return len(last) == 3 and (max(last) - min(last)) <= SETTLE_TOLERANCE * min(last)
 
 
-def _library(located: LocatedLibrary, run: PackageRunResult | None) -> PackageLibrary:
+def _library(located: LocatedLibrary, run: capi_runner.PackageRunResult | None) -> CApiLibrary:
     """The library as check --package records it; from its file name when no child ever answered."""
-    from ortgpu.capi.library_locator import SourceKind
-    from ortgpu.check.result import PackageLibrary
 
     if run is None:
         path = located.path if located.kind is SourceKind.FILE else Path(located.source) / located.member
-        return PackageLibrary(located.source, path, located.version or "unknown", 0, None, (), 0.0)
-    return PackageLibrary.from_run(located.source, run)
+        return CApiLibrary(located.source, path, located.version or "unknown", 0, None, (), 0.0)
+    return CApiLibrary.from_run(located.source, run)

@@ -10,16 +10,15 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.bench import environment
 from ortgpu.bench.clocks import GpuClocks
+from ortgpu.bench.environment import Environment
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.stats import LatencyStats
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.bench.environment import Environment
-    from ortgpu.check.result import PackageLibrary
-    from ortgpu.config import ExecutionProvider
+from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.ep import ExecutionProvider
 
 __all__ = [
     "BaselineComparison",
@@ -246,7 +245,7 @@ class BenchResult:
     comparison: BaselineComparison | None = None
     saved_to: Path | None = None
     report_to: Path | None = None
-    package: PackageLibrary | None = None
+    package: CApiLibrary | None = None
     defaults: BenchResult | None = None  # --against-defaults: the same bench with ORT's defaults, measured after
 
     def speedups_over_defaults(self) -> dict[str, float]:
@@ -273,15 +272,10 @@ class BenchResult:
 
 
 def _namespace() -> dict[str, Any]:
-    # Names the string annotations refer to; imported here so loading this module stays light.
-    from ortgpu.bench import environment
-    from ortgpu.check.result import PackageLibrary
-    from ortgpu.config import ExecutionProvider
-
+    # Names the string annotations refer to.
     names = {name: getattr(environment, name) for name in environment.__all__}
     names.update(globals())
     names["ExecutionProvider"] = ExecutionProvider
-    names["PackageLibrary"] = PackageLibrary
     return names
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ortgpu.atomic import atomic_write_text
 from ortgpu.capi import binding
+from ortgpu.capi.api import readable_message
 from ortgpu.capi.binding import (
     CudaProviderOptions,
     Env,
@@ -28,6 +29,7 @@ from ortgpu.capi.binding import (
     SessionOptions,
     TensorRtProviderOptions,
 )
+from ortgpu.capi.runner import load_npz, save_npz
 from ortgpu.errors import OrtgpuError
 
 __all__ = ["main"]
@@ -71,8 +73,6 @@ def _error_dict(exc: OrtgpuError) -> dict[str, Any]:
 
 
 def _run(request: Mapping[str, Any], work: Path) -> dict[str, Any]:
-    from ortgpu.capi.runner import load_npz, save_npz
-
     library = OrtLibrary(request["library"])
     profile: bool = bool(request["profile"])
     settings: Mapping[str, Any] = request["session"]
@@ -189,9 +189,9 @@ def _append_providers(
 def _with_log(exc: OrtgpuError, env: Env, mark: int) -> OrtgpuError:
     """When ORT's status only says "Failed to load shared library", its log has the loader's reason: add it."""
     errors = [
-        binding._readable(r.message)
+        readable_message(r.message)
         for r in env.records_since(mark, LoggingLevel.ERROR)
-        if binding._readable(r.message) not in exc.message
+        if readable_message(r.message) not in exc.message
     ]
     if not errors:
         return exc

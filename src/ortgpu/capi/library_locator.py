@@ -1,6 +1,6 @@
 """From a PATH the user gives (library file, folder, release archive, wheel) to the libonnxruntime to load.
 
-Archives are opened with ``ortgpu.env.archive`` (every member checked before anything is extracted, only ORT's
+Archives are opened with ``ortgpu.package.archive`` (every member checked before anything is extracted, only ORT's
 own files extracted, into a temp folder removed at the end). The chosen file must be for this machine's OS and
 CPU: a Windows DLL on Linux or an aarch64 library on x86_64 is refused with the reason, before any load; and it
 must export ``OrtGetApiBase`` (read from its symbol or export table): loading a library runs its constructors, so
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ortgpu.env.archive import OpenedPackage, PackageKind, open_package
+from ortgpu.binfmt.binary import BinaryFormatError, ElfInfo, read_binary
 from ortgpu.errors import BadInputError
+from ortgpu.package.archive import OpenedPackage, PackageKind, open_package
 
 __all__ = [
     "AmbiguousLibraryError",
@@ -102,7 +103,6 @@ def host_platform() -> str:
 
 def library_platform(path: Path) -> str:
     """The platform label a shared library is built for, read from its headers (ELF, PE or Mach-O)."""
-    from ortgpu.env.binary import ElfInfo, read_binary
 
     try:
         with open(path, "rb") as handle:
@@ -238,7 +238,6 @@ def _require_ort_api(path: Path, member: str) -> None:
 
 def exports_symbol(path: Path, name: str) -> bool:
     """Whether the ELF or PE file at ``path`` exports (defines) ``name``, read statically from its tables."""
-    from ortgpu.env.binary import BinaryFormatError
 
     try:
         with open(path, "rb") as handle:

@@ -20,10 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ortgpu
+from ortgpu.atomic import atomic_write_bytes
 from ortgpu.capi import binding
+from ortgpu.capi.api import numpy_dtype
 from ortgpu.capi.binding import LoggingLevel, LogRecord, TensorSpec
 from ortgpu.capi.library_locator import LocatedLibrary, SourceKind, locate_library
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, OrtgpuError
+from ortgpu.placement import parse_profile_file, parse_verbose_log
+from ortgpu.results import to_jsonable
 
 __all__ = [
     "PROVIDER_NAMES",
@@ -38,11 +44,7 @@ __all__ = [
 ]
 
 # ep as ortgpu names it ("cuda", ExecutionProvider.CUDA) or as ORT does -> ORT's name
-PROVIDER_NAMES = {
-    "cpu": "CPUExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "tensorrt": "TensorrtExecutionProvider",
-}
+PROVIDER_NAMES = {ep.value: ep.ort_name for ep in ExecutionProvider}
 
 
 class PackageRunError(EnvironmentUnfitError):
@@ -85,7 +87,6 @@ class PackageRunResult:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready view: every field, outputs summarised as dtype and shape."""
-        from ortgpu.results import to_jsonable
 
         out: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
@@ -128,8 +129,6 @@ def load_npz(path: Path, special: Mapping[str, str] | None = None) -> dict[str, 
     """Read what :func:`save_npz` wrote; strings come back as object arrays of str (as the Python API gives)."""
     import numpy as np
 
-    from ortgpu.capi.binding import _numpy_dtype
-
     with np.load(path, allow_pickle=False) as data:
         names = [str(n) for n in data["__names__"]]
         out: dict[str, Any] = {}
@@ -138,7 +137,7 @@ def load_npz(path: Path, special: Mapping[str, str] | None = None) -> dict[str, 
             if array.dtype.kind == "U":
                 array = array.astype(object)
             elif special and name in special:
-                dtype = _numpy_dtype(special[name])
+                dtype = numpy_dtype(special[name])
                 if dtype is None:
                     raise BadInputError(f"array {name!r} has dtype {special[name]}, unknown here", "install ml_dtypes")
                 array = array.view(dtype)
@@ -379,8 +378,6 @@ def _run(
 def _spawn(
     work: Path, located: LocatedLibrary, timeout_s: float, library_dirs: Sequence[str | os.PathLike[str]]
 ) -> subprocess.CompletedProcess[str]:
-    import ortgpu
-
     env = dict(os.environ)
     package_root = str(Path(ortgpu.__file__).resolve().parent.parent)  # the child must import this ortgpu
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
@@ -479,8 +476,6 @@ def _log_record(raw: Mapping[str, Any]) -> LogRecord:
 
 
 def _placement(data: Mapping[str, Any], work: Path, requested: str) -> Any:
-    from ortgpu.placement import parse_profile_file, parse_verbose_log
-
     lines = data.get("placement_log") or []
     if lines:
         report = parse_verbose_log("\n".join(lines), requested)
@@ -509,7 +504,6 @@ def _keep_profile(work: Path, profile: str | None, keep_in: str | os.PathLike[st
     source = work / Path(profile).name
     if not source.is_file():
         return None
-    from ortgpu.atomic import atomic_write_bytes
 
     folder = Path(keep_in)
     if not folder.is_dir():

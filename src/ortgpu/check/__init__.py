@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.check.backend import CheckBackend
 from ortgpu.check.parity import (
     DEFAULT_TOLERANCES,
     OutputParity,
@@ -16,7 +18,6 @@ from ortgpu.check.result import (
     CheckResult,
     GpuMemory,
     InputSummary,
-    PackageLibrary,
     ParityReport,
     PlacementStatus,
     ReferenceKind,
@@ -26,13 +27,14 @@ from ortgpu.check.run import CheckRequest, OutputFileError, ReferenceFileError, 
 
 __all__ = [
     "DEFAULT_TOLERANCES",
+    "CApiLibrary",
+    "CheckBackend",
     "CheckRequest",
     "CheckResult",
     "GpuMemory",
     "InputSummary",
     "OutputFileError",
     "OutputParity",
-    "PackageLibrary",
     "ParityReport",
     "ParityStatus",
     "PlacementStatus",

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.config import Config, ExecutionProvider
-    from ortgpu.placement import PlacementReport
+from ortgpu.placement import PlacementReport
 
 __all__ = ["FixedDimsProbe", "probe_fixed_dims"]
 

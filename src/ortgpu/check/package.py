@@ -9,56 +9,44 @@ with the CPU EP, one on the CPU EP of the same library. Nothing here loads the l
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ortgpu.check.result import GpuMemory, PackageLibrary, Timings
-from ortgpu.check.run import CheckRequest, Execution
-from ortgpu.config import Config, ExecutionProvider, Fallback
+from ortgpu.capi import runner as capi_runner
+from ortgpu.capi.binding import ProviderLoadError
+from ortgpu.capi.library_locator import LocatedLibrary, locate_library
+from ortgpu.capi.package_run import CApiLibrary, default_gpu_reason, default_package_ep, package_session_settings
+from ortgpu.check.backend import CheckRequest, Execution
+from ortgpu.check.result import GpuMemory, Timings
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
+from ortgpu.model.inspect import ModelInfo
 from ortgpu.placement import PlacementSource
+from ortgpu.progress import Progress
 from ortgpu.session.options import device_of, effective_provider_options
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.capi.library_locator import LocatedLibrary
-    from ortgpu.capi.runner import PackageRunResult
-    from ortgpu.model.inspect import ModelInfo
+__all__ = ["PackageBackend", "run_through_package"]
 
-__all__ = ["default_gpu_reason", "default_package_ep", "package_session_settings", "run_through_package"]
-
-Progress = Callable[[str, float | None], None]
-
-# [session] settings the C-API runner has no use for: runs already log at warning only (RunOptions).
-_NOT_FOR_THE_RUNNER = frozenset({"run_log_severity_level"})
 _CHILD_TIMEOUT_S = 600.0  # each child: a cuDNN EXHAUSTIVE search on a large model takes minutes, not hours
 
 
-def package_session_settings(config: Config) -> dict[str, object]:
-    """The config's [session] settings for the C-API runner, checked now: exit 2 for one the C API cannot set."""
-    from ortgpu.capi.runner import normalize_session_settings
+class PackageBackend:
+    """Runs the model through the ONNX Runtime C library found in ``package`` (child processes)."""
 
-    settings = {k: v for k, v in config.session.items() if k not in _NOT_FOR_THE_RUNNER}
-    normalize_session_settings(settings)  # refuses before anything runs; the runner applies what it returns
-    return settings
+    def __init__(self, package: Path) -> None:
+        self.package = package
 
-
-def default_package_ep() -> tuple[ExecutionProvider, str | None]:
-    """CUDA when a driver sees a GPU (the library then has to prove it can enable it), else CPU and why."""
-    from ortgpu.env.nvml import query_driver
-
-    driver = query_driver()
-    if not driver.present:
-        return ExecutionProvider.CPU, f"CPU: no NVIDIA driver answers ({driver.error})"
-    if not driver.gpus:
-        return ExecutionProvider.CPU, f"CPU: the NVIDIA driver {driver.version} sees no GPU"
-    return ExecutionProvider.CUDA, None
-
-
-def default_gpu_reason(member: str, refusal: str | None = None) -> str:
-    """Why the default EP of a GPU host ended as it did: the library's CUDA EP loaded, or `refusal` is why not."""
-    if refusal is None:
-        return f"CUDA: a driver sees a GPU and {member} enables its CUDA EP"
-    return f"CPU: {member} cannot enable the CUDA EP here: {refusal}"
+    def execute(
+        self,
+        request: CheckRequest,
+        model: ModelInfo,
+        feeds: Mapping[str, Any],
+        report: Progress,
+        extra: Sequence[Mapping[str, Any]] = (),
+    ) -> Execution:
+        """One sample only: run_check refuses a data set of several with --package before anything runs."""
+        return run_through_package(request, self.package, model, feeds, report)
 
 
 def run_through_package(
@@ -70,9 +58,6 @@ def run_through_package(
     apply, a rejected provider option) is exit 2 before or at the first run. A provider that cannot be enabled
     is ProviderLoadError (exit 3) with ORT's own text, unless the config allows a CPU fallback.
     """
-    from ortgpu.capi.binding import ProviderLoadError
-    from ortgpu.capi.library_locator import locate_library
-
     settings = package_session_settings(request.config)
     requested, ep_reason = (request.ep, None) if request.ep is not None else default_package_ep()
     trying_default_gpu = request.ep is None and requested.is_gpu
@@ -118,10 +103,8 @@ def _run(
     settings: Mapping[str, object],
     iterations: int,
     profile: bool,
-) -> PackageRunResult:
-    from ortgpu.capi.runner import run_package_model
-
-    return run_package_model(
+) -> capi_runner.PackageRunResult:
+    return capi_runner.run_package_model(
         located,
         model.path,
         feeds,
@@ -138,8 +121,8 @@ def _run(
 
 def _execution(
     package: Path,
-    cold: PackageRunResult,
-    profiled: PackageRunResult,
+    cold: capi_runner.PackageRunResult,
+    profiled: capi_runner.PackageRunResult,
     requested: ExecutionProvider,
     active: ExecutionProvider,
     ep_reason: str | None,
@@ -184,5 +167,5 @@ def _execution(
         placement_note=note,
         ort_version=cold.ort_version,
         cpu_reference=lambda: expected,
-        package=PackageLibrary.from_run(package, cold),
+        package=CApiLibrary.from_run(package, cold),
     )

@@ -5,23 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ortgpu.accuracy.layerwise import LayerwiseReport
 from ortgpu.accuracy.nonfinite import NonFinite
+from ortgpu.capi.package_run import CApiLibrary
+from ortgpu.check.fixed_dims import FixedDimsProbe
 from ortgpu.check.parity import OutputParity, ParityStatus
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.placement import PlacementReport
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.capi.runner import PackageRunResult
-    from ortgpu.check.fixed_dims import FixedDimsProbe
 
 __all__ = [
     "CheckResult",
     "GpuMemory",
     "InputSummary",
-    "PackageLibrary",
     "ParityReport",
     "PlacementStatus",
     "ReferenceKind",
@@ -75,32 +71,6 @@ class GpuMemory:
 
 
 @dataclass(frozen=True)
-class PackageLibrary:
-    """The ONNX Runtime C library a ``--package`` check ran through (its C API, in a child process)."""
-
-    source: Path  # what was given: archive, folder, wheel or the library file
-    library: Path  # the libonnxruntime used, as found in ``source`` (inside an archive: source/member)
-    ort_version: str  # the library's own answer (OrtGetApiBase()->GetVersionString())
-    api_version: int  # the C API version negotiated with it
-    build_info: str | None  # the library's build string (git commit, build type), when it has GetBuildInfoString
-    compiled_providers: tuple[str, ...]  # EPs compiled into the build: not proof they can load
-    provider_setup_s: float  # loading the provider libraries: part of ``Timings.creation_s``
-
-    @classmethod
-    def from_run(cls, source: Path, run: PackageRunResult) -> PackageLibrary:
-        """The library as a child run through it answered (its own version, API, build and providers)."""
-        return cls(
-            source=source,
-            library=run.library,
-            ort_version=run.ort_version,
-            api_version=run.api_version,
-            build_info=run.build_info,
-            compiled_providers=run.compiled_providers,
-            provider_setup_s=run.provider_setup_s,
-        )
-
-
-@dataclass(frozen=True)
 class ParityReport:
     reference: ReferenceKind
     status: ParityStatus
@@ -139,7 +109,7 @@ class CheckResult:
     failures: tuple[str, ...]  # one line each; empty when the check passed
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
-    package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    package: CApiLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
     cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
     nonfinite: tuple[NonFinite, ...] = ()  # outputs holding NaN/Inf (a failure unless allow_nonfinite)

@@ -1,68 +1,75 @@
 """`run_check`: strict session, placement, timings, GPU memory and parity for one model on one EP.
 
-The model runs through the onnxruntime wheel Python imports, or (``CheckRequest.package``) through a package's
-own C library in a child process (:mod:`ortgpu.check.package`). Both produce an :class:`Execution`; parity,
-saved outputs and the verdict are then worked out the same way for both.
+The model runs through a backend (:mod:`ortgpu.check.backend`): the onnxruntime wheel Python imports
+(:mod:`ortgpu.check.wheel`), or, with ``CheckRequest.package``, a package's own C library in child processes
+(:mod:`ortgpu.check.package`). Each produces an :class:`Execution`; parity, saved outputs and the verdict are
+then worked out here the same way for all.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
-import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.dataset import Dataset, load_dataset, split_stacked, stack_outputs
+from ortgpu.accuracy.engines import OrtEngine
+from ortgpu.accuracy.graph import intermediate_tensors, load_model
+from ortgpu.accuracy.layerwise import LayerwiseReport, compare_layers
 from ortgpu.accuracy.nonfinite import NonFinite, scan_outputs
-from ortgpu.check.fixed_dims import FixedDimsProbe, probe_fixed_dims
+from ortgpu.atomic import atomic_write
+from ortgpu.check.backend import CheckBackend, CheckRequest, Execution
+from ortgpu.check.package import PackageBackend
 from ortgpu.check.parity import (
+    DEFAULT_TOLERANCES,
     OutputParity,
     ParityStatus,
     Precision,
-    Tolerance,
     check_output_names,
     compare_output,
     worst_sample,
 )
 from ortgpu.check.result import (
     CheckResult,
-    GpuMemory,
     InputSummary,
-    PackageLibrary,
     ParityReport,
     PlacementStatus,
     ReferenceKind,
-    Timings,
     verdict_line,
 )
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.check.wheel import WheelBackend
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, OrtgpuError
+from ortgpu.host import nvml
+from ortgpu.model.culprits import explain_run_failure
+from ortgpu.model.inputs import (
+    DEFAULT_FLOAT_RANGE,
+    DEFAULT_INT_RANGE,
+    InputError,
+    InputSpec,
+    ResolvedInputs,
+    merge_input_spec,
+)
+from ortgpu.model.inspect import ModelInfo, inspect_model
+from ortgpu.npz import load_npz, member_name_problem, save_npz
+from ortgpu.output_paths import check_outputs
 from ortgpu.placement import PlacementReport
-from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.progress import Progress, silent
 from ortgpu.session.failures import RunFailedError
-from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.accuracy.dataset import Dataset
-    from ortgpu.accuracy.layerwise import LayerwiseReport
-    from ortgpu.model.inputs import InputSpec, ResolvedInputs
-    from ortgpu.model.inspect import ModelInfo
-    from ortgpu.session import VerifiedSession
 
 __all__ = [
     "CheckRequest",
     "Execution",
     "OutputFileError",
     "ReferenceFileError",
+    "backend_for",
     "merge_input_spec",
     "run_check",
 ]
-
-Progress = Callable[[str, float | None], None]
 
 
 class ReferenceFileError(BadInputError):
@@ -73,88 +80,6 @@ class OutputFileError(BadInputError):
     """--save-outputs cannot be written where asked (exit 2)."""
 
 
-@dataclass(frozen=True)
-class CheckRequest:
-    """What to check. ``inputs`` None uses ``config.inputs``; ``ep`` None picks the best available EP.
-
-    ``package``: run through the ONNX Runtime C library in this release archive, extracted folder, wheel, any
-    folder holding libonnxruntime, or the library file itself, instead of the onnxruntime wheel Python imports.
-    ``samples``: generated samples to run (or the most to take from a data set); the inputs' ``npz`` may be a
-    folder of .npz files or one .npz whose arrays carry a leading sample axis. ``allow_nonfinite``: NaN/Inf in
-    an output is not a failure by itself. ``report``: write an HTML report (error histograms) there.
-    ``layerwise``: also compare every intermediate tensor with the CPU EP (on the first sample) and report where
-    the two first part; on the CPU EP itself, where NaN/Inf first appear.
-    """
-
-    model: Path
-    ep: ExecutionProvider | None = None
-    ep_options: Mapping[str, str] = field(default_factory=dict)
-    device_id: int | None = None
-    config: Config = field(default_factory=Config)
-    inputs: InputSpec | None = None
-    reference: Path | None = None
-    atol: Tolerance = field(default_factory=Tolerance)
-    rtol: Tolerance = field(default_factory=Tolerance)
-    strict_placement: bool = False
-    save_outputs: Path | None = None
-    warm_runs: int = 5
-    package: Path | None = None
-    samples: int | None = None
-    allow_nonfinite: bool = False
-    report: Path | None = None
-    layerwise: bool = False
-
-
-@dataclass(frozen=True)
-class Execution:
-    """What running the model on the requested EP gave, through the wheel or a package's C library."""
-
-    outputs: dict[str, Any]  # by output name, from the first run
-    requested_ep: ExecutionProvider
-    active_ep: ExecutionProvider
-    providers: tuple[str, ...]
-    ep_reason: str | None
-    fallback_used: bool
-    fallback_reason: str | None
-    device_id: int  # the CUDA device of the options (0 on CPU)
-    provider_options: dict[str, str]
-    timings: Timings
-    gpu_memory: GpuMemory
-    placement: PlacementReport | None
-    placement_note: str | None
-    ort_version: str
-    cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
-    package: PackageLibrary | None = None
-    more_outputs: tuple[dict[str, Any], ...] = ()  # outputs of the data set's further samples, in order
-    cpu_references: Callable[[], list[dict[str, Any]]] | None = None  # the CPU EP's, for every sample
-    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
-    fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
-
-
-def merge_input_spec(
-    base: InputSpec,
-    *,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    dims: Mapping[str, int] | None = None,
-    ranges: Mapping[str, tuple[float, float]] | None = None,
-    npz: Path | None = None,
-    seed: int | None = None,
-) -> InputSpec:
-    """The config's [inputs] with command-line values laid over it, name by name."""
-    return replace(
-        base,
-        shapes={**base.shapes, **(shapes or {})},
-        dims={**base.dims, **(dims or {})},
-        ranges={**base.ranges, **(ranges or {})},
-        npz=npz if npz is not None else base.npz,
-        seed=seed if seed is not None else base.seed,
-    )
-
-
-def _silent(message: str, fraction: float | None = None) -> None:
-    """The progress callback used when the caller gives none."""
-
-
 def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckResult:
     """Prove ``request.model`` runs on the requested EP with the right numbers; never prints.
 
@@ -163,10 +88,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     unless the config allows a CPU fallback. A check that ran returns a result whose ``failures`` say what did
     not hold (parity off, strict placement broken).
     """
-    from ortgpu.accuracy.dataset import load_dataset
-    from ortgpu.model.inspect import inspect_model
-
-    report = progress or _silent
+    report = progress or silent
     if request.warm_runs < 0:
         raise BadInputError(f"warm runs {request.warm_runs} is negative", "use 0 or more warm runs")
     _check_output_path(request)
@@ -181,24 +103,20 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     if request.reference is not None:
         references = _load_reference(request.reference, model, len(dataset.samples))
     inputs = dataset.samples[0].inputs
+    if request.package is not None:
+        if request.layerwise:
+            raise BadInputError(
+                "--layerwise runs through the onnxruntime wheel, not a package's C library",
+                "drop --package to compare layer by layer",
+            )
+        if len(dataset.samples) > 1:
+            raise BadInputError(
+                f"--package runs one sample; the data set has {len(dataset.samples)}",
+                "check a data set through the wheel, or give one sample with --package",
+            )
+    extra = [s.inputs.feeds for s in dataset.samples[1:]]
     try:
-        if request.package is not None:
-            from ortgpu.check.package import run_through_package
-
-            if request.layerwise:
-                raise BadInputError(
-                    "--layerwise runs through the onnxruntime wheel, not a package's C library",
-                    "drop --package to compare layer by layer",
-                )
-            if len(dataset.samples) > 1:
-                raise BadInputError(
-                    f"--package runs one sample; the data set has {len(dataset.samples)}",
-                    "check a data set through the wheel, or give one sample with --package",
-                )
-            executed = run_through_package(request, request.package, model, inputs.feeds, report)
-        else:
-            extra = [s.inputs.feeds for s in dataset.samples[1:]]
-            executed = _run_through_wheel(request, model, inputs.feeds, report, extra)
+        executed = backend_for(request).execute(request, model, inputs.feeds, report, extra)
     except RunFailedError as exc:
         raise _name_the_inputs(exc, model, inputs, spec) from None
 
@@ -253,10 +171,6 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         cuda_libraries=executed.cuda_libraries,
         fixed_dims=executed.fixed_dims,
     )
-    if request.report is not None:
-        from ortgpu.report.accuracy import write_check_report
-
-        write_check_report(result, request.report)
     return result
 
 
@@ -264,10 +178,6 @@ def _layerwise(
     request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], executed: Execution, report: Progress
 ) -> LayerwiseReport:
     """Every intermediate tensor on the active EP against the CPU EP (or, on the CPU EP, scanned for NaN/Inf)."""
-    from ortgpu.accuracy.engines import OrtEngine
-    from ortgpu.accuracy.graph import intermediate_tensors, load_model
-    from ortgpu.accuracy.layerwise import compare_layers
-    from ortgpu.check.parity import DEFAULT_TOLERANCES
 
     report("layer-wise: exposing every intermediate tensor", 0.85)
     proto = load_model(model.path)
@@ -297,11 +207,14 @@ def _nonfinite(
     return tuple(found)
 
 
+def backend_for(request: CheckRequest) -> CheckBackend:
+    """The backend that runs the model: a package's C library when the request names one, else the wheel."""
+    return PackageBackend(request.package) if request.package is not None else WheelBackend()
+
+
 def _name_the_inputs(exc: RunFailedError, model: ModelInfo, inputs: ResolvedInputs, spec: InputSpec) -> OrtgpuError:
     """A run failure traced from the node ORT names to the model inputs it reads: generated ones get the flags that
     replace them (exit 2), values from --inputs are named (exit 1); otherwise the error as it was."""
-    from ortgpu.model.culprits import explain_run_failure
-    from ortgpu.model.inputs import DEFAULT_FLOAT_RANGE, DEFAULT_INT_RANGE, InputError
 
     dtypes = {i.name: i.dtype for i in model.inputs}
     ranges = {
@@ -323,104 +236,11 @@ def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
     )
 
 
-def _run_through_wheel(
-    request: CheckRequest,
-    model: ModelInfo,
-    feeds: Mapping[str, Any],
-    report: Progress,
-    extra: list[Mapping[str, Any]] | None = None,
-) -> Execution:
-    """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    ort = import_onnxruntime()
-
-    from ortgpu.session import best_available_ep, open_session
-
-    ep, ep_reason = (request.ep, None) if request.ep is not None else best_available_ep()
-    # Validated before anything runs: a bad --ep-option is exit 2 here, not after a GPU session was built.
-    options = effective_provider_options(ep, request.config, request.ep_options, request.device_id)
-    memory_probe = _MemoryProbe.start(ep, device_of(options))
-    report(f"building the session on {ep.ort_name}", 0.1)
-    session = open_session(
-        model.path,
-        ep,
-        request.config,
-        request.device_id,
-        request.ep_options,
-        collect_placement=True,
-        model_info=model,
-    )
-    with session:
-        report("first run", 0.3)
-        outputs_list = session.run(feeds)
-        first_run_s = session.last_run_s or 0.0
-        warm = []
-        for index in range(request.warm_runs):
-            report(f"warm run {index + 1}/{request.warm_runs}", 0.35 + 0.3 * index / max(request.warm_runs, 1))
-            session.run(feeds)
-            warm.append(session.last_run_s or 0.0)
-        gpu_memory = memory_probe.finish(session)
-        outputs = dict(zip(session.output_names, outputs_list, strict=True))
-        more = []
-        for index, sample in enumerate(extra or []):
-            report(f"sample {index + 2}/{len(extra or []) + 1}", 0.65 + 0.05 * index / max(len(extra or []), 1))
-            more.append(dict(zip(session.output_names, session.run(sample), strict=True)))
-        timings = Timings(
-            creation_s=session.creation_s,
-            first_run_s=first_run_s,
-            warm_median_s=statistics.median(warm) if warm else None,
-            warm_min_s=min(warm) if warm else None,
-            warm_runs=len(warm),
-        )
-        placement, placement_note = session.placement, session.placement_note
-    if placement is None:
-        report("reading placement from a profiled run", 0.7)
-        placement, placement_note = _profile_placement(model, ep, request, feeds, placement_note)
-    fixed = None
-    if placement is not None and placement.off_requested_count:
-        report("placement with the open dims fixed", 0.75)
-        shapes = {name: tuple(array.shape) for name, array in feeds.items()}
-        fixed = probe_fixed_dims(
-            model.path, ep, request.config, shapes, placement, open_session,
-            device_id=request.device_id, ep_options=request.ep_options, model_info=model,
-        )  # fmt: skip
-
-    def cpu_references() -> list[dict[str, Any]]:
-        with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
-            return [dict(zip(cpu.output_names, cpu.run(f), strict=True)) for f in [feeds, *(extra or [])]]
-
-    def cpu_reference() -> dict[str, Any]:
-        return cpu_references()[0]
-
-    return Execution(
-        outputs=outputs,
-        requested_ep=session.requested_ep,
-        active_ep=session.active_ep,
-        providers=tuple(session.providers),
-        ep_reason=ep_reason,
-        fallback_used=session.fallback_used,
-        fallback_reason=session.fallback_reason,
-        device_id=session.device_id,
-        provider_options=dict(session.provider_options),
-        timings=timings,
-        gpu_memory=gpu_memory,
-        placement=placement,
-        placement_note=placement_note,
-        ort_version=ort.__version__,
-        cpu_reference=cpu_reference,
-        more_outputs=tuple(more),
-        cpu_references=cpu_references,
-        cuda_libraries=session.cuda_libraries,
-        fixed_dims=fixed,
-    )
-
-
 # --------------------------------------------------------------------------------------------- reference, output
 
 
 def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict[str, np.ndarray]]:
     """The reference outputs per sample: with several samples, arrays carry a leading sample axis."""
-    from ortgpu.npz import load_npz
-
     hint = "give an .npz written by ortgpu check --save-outputs (arrays named after the model's outputs)"
     arrays = load_npz(path, what="reference file", contents="outputs", error=ReferenceFileError, hint=hint)
     for name in arrays:
@@ -438,7 +258,6 @@ def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict
         )
     if samples == 1:
         return [arrays]
-    from ortgpu.accuracy.dataset import split_stacked
 
     ranks = {o.name: o.rank for o in model.outputs}
     try:
@@ -456,7 +275,6 @@ def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict
 
 def _check_output_path(request: CheckRequest) -> None:
     """Before any work: --save-outputs is an .npz path and --report a file that can be written, neither an input."""
-    from ortgpu.output_paths import check_outputs
 
     path = request.save_outputs
     if path is not None and path.suffix != ".npz":
@@ -473,7 +291,6 @@ def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> Non
     """Before the run: every output name must be a safe .npz member name when --save-outputs is given."""
     if path is None:
         return
-    from ortgpu.npz import member_name_problem
 
     for name in output_names:
         problem = member_name_problem(name)
@@ -487,10 +304,6 @@ def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> Non
 def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
     """One sample: its arrays; several: each output stacked along a leading sample axis."""
     import numpy as np
-
-    from ortgpu.accuracy.dataset import stack_outputs
-    from ortgpu.atomic import atomic_write
-    from ortgpu.npz import save_npz
 
     per_sample = []
     for values in outputs:
@@ -508,70 +321,9 @@ def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
     return path
 
 
-# --------------------------------------------------------------------------------------------- GPU memory
-
-
-@dataclass
-class _MemoryProbe:
-    nvml_index: int | None
-    before: int | None
-    note: str | None
-
-    @classmethod
-    def start(cls, ep: ExecutionProvider, device: int) -> _MemoryProbe:
-        if not ep.is_gpu:
-            return cls(None, None, "not measured: the session runs on the CPU EP")
-        from ortgpu.env.nvml import device_memory_used_bytes
-
-        index, note = _nvml_index(device)
-        if index is None:
-            return cls(None, None, note)
-        before = device_memory_used_bytes(index)
-        if before is None:
-            return cls(None, None, "not measured: NVML did not answer")
-        return cls(index, before, note)
-
-    def finish(self, session: VerifiedSession) -> GpuMemory:
-        if not session.active_ep.is_gpu:
-            note = self.note if session.requested_ep is session.active_ep else "not measured: fell back to CPU"
-            return GpuMemory(used_bytes=None, note=note or "not measured: the session runs on the CPU EP")
-        if self.nvml_index is None or self.before is None:
-            return GpuMemory(used_bytes=None, note=self.note)
-        from ortgpu.env.nvml import device_memory_used_bytes
-
-        after = device_memory_used_bytes(self.nvml_index)
-        if after is None:
-            return GpuMemory(used_bytes=None, nvml_index=self.nvml_index, note="not measured: NVML did not answer")
-        return GpuMemory(
-            used_bytes=after - self.before,
-            before_bytes=self.before,
-            after_bytes=after,
-            nvml_index=self.nvml_index,
-            note=self.note or "device-wide NVML delta: includes the CUDA context; other processes count too",
-        )
-
-
-def _nvml_index(device_id: int) -> tuple[int | None, str | None]:
-    """The NVML index of CUDA device ``device_id`` under CUDA_VISIBLE_DEVICES."""
-    from ortgpu.env.nvml import map_visible_devices, query_driver
-
-    driver = query_driver()
-    if not driver.present:
-        return None, f"not measured: NVML unavailable ({driver.error})"
-    visible = map_visible_devices(
-        driver.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")
-    )
-    match = next((d for d in visible.devices if d.device_id == device_id), None)
-    if match is None:
-        return None, f"not measured: CUDA device {device_id} is not among the visible GPUs"
-    return match.gpu.index, (visible.note if not visible.exact else None)
-
-
 def _compute_capability(device_id: int) -> tuple[int, int] | None:
-    from ortgpu.env.nvml import map_visible_devices, query_driver
-
-    driver = query_driver()
-    visible = map_visible_devices(
+    driver = nvml.query_driver()
+    visible = nvml.map_visible_devices(
         driver.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")
     )
     match = next((d for d in visible.devices if d.device_id == device_id), None)
@@ -579,36 +331,6 @@ def _compute_capability(device_id: int) -> tuple[int, int] | None:
 
 
 # --------------------------------------------------------------------------------------------- placement
-
-
-def _profile_placement(
-    model: ModelInfo,
-    ep: ExecutionProvider,
-    request: CheckRequest,
-    feeds: Mapping[str, Any],
-    note: str | None,
-) -> tuple[PlacementReport | None, str | None]:
-    """Placement from ORT profiling of one run, when the build log gave none."""
-    from ortgpu.placement import parse_profile_file
-    from ortgpu.session import open_session
-
-    with (
-        tempfile.TemporaryDirectory(prefix="ortgpu-profile-") as folder,
-        open_session(
-            model.path,
-            ep,
-            request.config,
-            request.device_id,
-            request.ep_options,
-            model_info=model,
-            profile_dir=Path(folder),
-        ) as session,
-    ):
-        session.run(feeds)
-        placement = parse_profile_file(session.end_profiling(), session.active_ep.ort_name)
-    if placement is None:
-        return None, (note or "") + "; profiling recorded no node either"
-    return placement, "from ORT profiling of one run: nodes that did not run (untaken If branches) are not seen"
 
 
 def _placement_status(placement: PlacementReport | None) -> PlacementStatus:

@@ -6,32 +6,44 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
+from ortgpu.bench.modes import BenchMode
+from ortgpu.bench.result import BenchResult
+from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.cli.bench_devices import run_devices
+from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.cli.params import DURATION, INT_LIST, MODES, PERCENT, WARMUP
+from ortgpu.ep import ExecutionProvider
+from ortgpu.report.html import write_report
 
 __all__ = ["command", "render"]
 
 
 @click.command("bench")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("--ep", "ep_name", metavar="EP", help="cpu, cuda or tensorrt (default: the best available here).")
+@ep_options(
+    ep_help="cpu, cuda or tensorrt (default: the best available here).",
+    device_default=0,
+    device_help="CUDA device id to run on.",
+)
 @click.option(
     "--mode",
-    "mode_text",
+    "modes",
+    type=MODES,
     metavar="MODES",
     help="run (numpy in/out), iobinding (data stays on the device), cudagraph, a comma list, or all "
     "(default: the config's [run] mode, else run).",
 )
-@click.option("--batch", "batch_text", metavar="N,N", help="Batch sweep over the dynamic leading dim, e.g. 1,8,32.")
 @click.option(
-    "--concurrency",
-    "concurrency_text",
-    default="1",
-    show_default=True,
-    metavar="N,N",
-    help="Threads running at once, e.g. 1,4,16.",
+    "--batch", "batches", type=INT_LIST, metavar="N,N", help="Batch sweep over the dynamic leading dim, e.g. 1,8,32."
 )
+@click.option(
+    "--concurrency", type=INT_LIST, default="1", show_default=True, metavar="N,N",
+    help="Threads running at once, e.g. 1,4,16.",
+)  # fmt: skip
 @click.option(
     "--sessions",
     type=int,
@@ -41,14 +53,16 @@ __all__ = ["command", "render"]
 )
 @click.option(
     "--warmup",
-    "warmup_text",
+    type=WARMUP,
     default="auto",
     show_default=True,
     metavar="N|auto",
     help="Warm-up runs, or auto: until three consecutive windows agree within 5%.",
 )
 @click.option("--iterations", type=int, help="Timed runs per case (instead of --duration).")
-@click.option("--duration", "duration_text", metavar="S", help="Seconds of timed runs per case (default 2).")
+@click.option(
+    "--duration", "duration_s", type=DURATION, metavar="S", help="Seconds of timed runs per case (default 2)."
+)
 @click.option("--compare-cpu", is_flag=True, help="Add the CPU EP at the same shapes; print the GPU speed-up.")
 @click.option("--config", type=click.Path(path_type=Path), help="ortgpu.toml with [session], [ep.*], [inputs].")
 @click.option(
@@ -56,24 +70,18 @@ __all__ = ["command", "render"]
     is_flag=True,
     help="Also bench ORT's defaults (no config, mode run) and show the config's speed-up over them.",
 )
-@click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id to run on.")
 @click.option(
     "--devices",
     "devices_text",
     metavar="0,1|all|cpu:N",
     help="One process per GPU (or N CPU processes), timed together: per-device table and the aggregate.",
 )
-@click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of an input.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data (.npz).")
-@click.option("--seed", type=int, help="Random input seed.")
+@model_input_options
 @click.option("--save", type=click.Path(path_type=Path), help="Write every case and the environment as JSON.")
 @click.option("--baseline", type=click.Path(path_type=Path), help="Compare with a file written by --save.")
 @click.option(
     "--max-regression",
-    "max_regression_text",
+    type=PERCENT,
     default="10%",
     show_default=True,
     metavar="PCT",
@@ -89,28 +97,28 @@ __all__ = ["command", "render"]
 @json_option
 def command(
     model: Path,
-    ep_name: str | None,
-    mode_text: str | None,
-    batch_text: str | None,
-    concurrency_text: str,
+    ep: ExecutionProvider | None,
+    ep_options: tuple[tuple[str, str], ...],
+    device_id: int,
+    modes: tuple[tuple[BenchMode, ...], bool] | None,
+    batches: tuple[int, ...] | None,
+    concurrency: tuple[int, ...],
     sessions: int,
-    warmup_text: str,
+    warmup: int | None,
     iterations: int | None,
-    duration_text: str | None,
+    duration_s: float | None,
     compare_cpu: bool,
     config: Path | None,
     against_defaults: bool,
-    device_id: int,
     devices_text: str | None,
-    ep_options: tuple[str, ...],
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
     seed: int | None,
     save: Path | None,
     baseline: Path | None,
-    max_regression_text: str,
+    max_regression: float,
     report: Path | None,
     package: Path | None,
     as_json: bool,
@@ -121,52 +129,42 @@ def command(
     what was asked (e.g. --mode cudagraph without a GPU); 130 when interrupted (what finished is still shown).
     With --package each case runs through that package's own C library (its C API, in a child process).
     """
-    from ortgpu.bench.runner import (
-        BenchRequest,
-        parse_int_list,
-        parse_modes,
-        parse_percent,
-        parse_seconds,
-        parse_warmup,
-        run_bench,
-    )
-    from ortgpu.config import ExecutionProvider, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
-
-    modes, all_modes = parse_modes(mode_text) if mode_text is not None else ((), False)
+    chosen, all_modes = modes if modes is not None else ((), False)
     request = BenchRequest(
         model=model,
-        ep=ExecutionProvider.parse(ep_name) if ep_name else None,
-        modes=modes,
+        ep=ep,
+        modes=chosen,
         all_modes=all_modes,
-        batches=parse_int_list(batch_text, "--batch") if batch_text is not None else (),
-        concurrency=parse_int_list(concurrency_text, "--concurrency"),
+        batches=batches or (),
+        concurrency=concurrency,
         sessions=sessions,
-        warmup=parse_warmup(warmup_text),
+        warmup=warmup,
         iterations=iterations,
-        duration_s=parse_seconds(duration_text) if duration_text is not None else None,
+        duration_s=duration_s,
         compare_cpu=compare_cpu,
-        shapes=dict(parse_shape(s) for s in shapes),
-        dims=dict(parse_dim(d) for d in dims),
-        ranges=dict(parse_range(r) for r in ranges),
+        shapes=dict(shapes),
+        dims=dict(dims),
+        ranges=dict(ranges),
         npz=npz,
         seed=seed,
-        provider_options=dict(parse_ep_option(o) for o in ep_options),
+        provider_options=dict(ep_options),
         config=config,
         device_id=device_id,
         save=save,
         report=report,
         baseline=baseline,
-        max_regression=parse_percent(max_regression_text),
+        max_regression=max_regression,
         package=package,
         against_defaults=against_defaults,
     )
     if devices_text is not None:
-        from ortgpu.cli.bench_devices import run_devices
-
+        return run_devices(request, devices_text, as_json)
+    if devices_text is not None:
         return run_devices(request, devices_text, as_json)
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
+    if result.report_to is not None:
+        write_report(result, result.report_to)
     emit("bench", result, as_json, render)
     if result.interrupted:
         return 130
@@ -179,7 +177,7 @@ def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: BenchResult, console: Console) -> None:
     """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
     from rich.table import Table
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ortgpu.bench.devices import run_bench_devices
 from ortgpu.cli.output import emit, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.scale.devices import parse_devices
 
 __all__ = ["render_devices", "run_devices"]
 
 
 def run_devices(request: Any, devices_text: str, as_json: bool) -> int:
     """Parse --devices, run ``request`` on every device, render; exit 1 when a case failed, 130 interrupted."""
-    from ortgpu.bench.devices import run_bench_devices
-    from ortgpu.scale.devices import parse_devices
 
     spec = parse_devices(devices_text)
     with progress_reporter(not as_json) as progress:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
+from ortgpu.bundle import BundleRequest, BundleResult, Target, create_bundle, providers_from_text
 from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 __all__ = ["command", "render_bundle"]
 
@@ -55,7 +59,6 @@ def command(
     Exit 0 when the bundle is complete, 1 when required libraries were not found on this machine (the bundle is
     written, its manifest and README say what is missing and where to get it), 2 for bad input.
     """
-    from ortgpu.bundle import BundleRequest, Target, create_bundle, providers_from_text
 
     request = BundleRequest(
         out=out,
@@ -71,7 +74,7 @@ def command(
     return 0 if result.complete else 1
 
 
-def render_bundle(result: Any, console: Any) -> None:
+def render_bundle(result: BundleResult, console: Console) -> None:
     """Verdict, the files (headers summed up), what the target system must provide, what is missing."""
     from rich.table import Table
 

@@ -6,12 +6,19 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
+from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
+from ortgpu.check.result import CheckResult
+from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as escape
 from ortgpu.cli.output import safe as x
 from ortgpu.cli.output import safe_name as n
-from ortgpu.errors import BadInputError
+from ortgpu.cli.params import FlagError, WholeNumber
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.report.accuracy import write_check_report
 
 __all__ = ["FlagError", "command", "render", "render_layerwise"]
 
@@ -23,48 +30,27 @@ _REASONS = {
 }
 
 
-class FlagError(BadInputError):
-    """A flag value that cannot be read (exit 2)."""
-
-
-def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise FlagError(f"{flag} {text!r} is not a whole number", f"e.g. {flag} {max(minimum, 0)}") from None
-    if value < minimum:
-        raise FlagError(f"{flag} {value} is below {minimum}", f"use {flag} {minimum} or more")
-    return value
-
-
 @click.command("check")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("--ep", "ep_name", metavar="EP", help="cuda, tensorrt or cpu (default: the best available, said why).")
-@click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
-@click.option("--device", "device_text", metavar="N", help="CUDA device id (wins over the config's device_id).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option(
-    "--inputs",
-    "npz",
-    type=click.Path(path_type=Path),
-    help="Real input data: .npz named after inputs; a data set: a folder of .npz, or arrays with a sample axis first.",
+@ep_options(
+    ep_help="cuda, tensorrt or cpu (default: the best available, said why).",
+    device_default=None,
+    device_help="CUDA device id (wins over the config's device_id).",
 )
-@click.option("--samples", "samples_text", metavar="N", help="Generated samples to run (or the most from --inputs).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
+@model_input_options
+@click.option(
+    "--samples", type=WholeNumber(1), metavar="N", help="Generated samples to run (or the most from --inputs)."
+)
 @click.option("--allow-nonfinite", is_flag=True, help="NaN/Inf in an output is not a failure by itself.")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report (error histograms) here.")
 @click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor; name where the sides first part.")
-@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
 @click.option("--rtol", multiple=True, metavar="[OUTPUT:]VALUE", help="Relative tolerance, global or per output.")
 @click.option("--strict-placement", is_flag=True, help="Fail (exit 1) when any compute node left the requested EP.")
 @click.option("--save-outputs", type=click.Path(path_type=Path), help="Write the outputs to this .npz (atomic).")
-@click.option("--warm-runs", "warm_text", default="5", show_default=True, metavar="N", help="Warm runs timed.")
+@click.option("--warm-runs", type=WholeNumber(0), default="5", show_default=True, metavar="N", help="Warm runs timed.")
 @click.option(
     "--package",
     type=click.Path(path_type=Path),
@@ -74,25 +60,25 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @json_option
 def command(
     model: Path,
-    ep_name: str | None,
-    ep_options: tuple[str, ...],
-    device_text: str | None,
+    ep: ExecutionProvider | None,
+    ep_options: tuple[tuple[str, str], ...],
+    device_id: int | None,
     config_path: Path | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
-    samples_text: str | None,
+    seed: int | None,
+    samples: int | None,
     allow_nonfinite: bool,
     report: Path | None,
     layerwise: bool,
-    seed_text: str | None,
     reference: Path | None,
     atol: tuple[str, ...],
     rtol: tuple[str, ...],
     strict_placement: bool,
     save_outputs: Path | None,
-    warm_text: str,
+    warm_runs: int,
     package: Path | None,
     as_json: bool,
 ) -> int:
@@ -104,39 +90,32 @@ def command(
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
     """
-    from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
-    from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
-
     config = load_config(config_path)
     request = CheckRequest(
         model=model,
-        ep=ExecutionProvider.parse(ep_name) if ep_name else None,
-        ep_options=dict(parse_ep_option(o) for o in ep_options),
-        device_id=_int_flag(device_text, "--device"),
+        ep=ep,
+        ep_options=dict(ep_options),
+        device_id=device_id,
         config=config,
         inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
-            npz=npz,
-            seed=_int_flag(seed_text, "--seed"),
+            config.inputs, shapes=dict(shapes), dims=dict(dims), ranges=dict(ranges), npz=npz, seed=seed
         ),
         reference=reference,
         atol=parse_tolerances(atol, "--atol"),
         rtol=parse_tolerances(rtol, "--rtol"),
         strict_placement=strict_placement,
         save_outputs=save_outputs,
-        warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
+        warm_runs=warm_runs,
         package=package,
-        samples=_int_flag(samples_text, "--samples", minimum=1),
+        samples=samples,
         allow_nonfinite=allow_nonfinite,
         report=report,
         layerwise=layerwise,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
+    if result.report_to is not None:
+        write_check_report(result, result.report_to)
     emit("check", result, as_json, render)
     return 0 if result.passed else 1
 
@@ -200,7 +179,7 @@ def _mib(value: int | None) -> str:
     return "–" if value is None else f"{value / 2**20:.1f} MiB"
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: CheckResult, console: Console) -> None:
     """The human rendering of a CheckResult."""
     from rich.table import Table
 
@@ -268,7 +247,7 @@ def render(result: Any, console: Any) -> None:
         console.print(f"[red]  also: {x(failure)}[/]")
 
 
-def _render_placement(result: Any, console: Any, table_type: Any) -> None:
+def _render_placement(result: CheckResult, console: Console, table_type: Any) -> None:
     placement = result.placement
     if placement is None:
         console.print(f"\n[bold]Placement[/]  unknown: {x(result.placement_note)}")
@@ -306,7 +285,7 @@ def _render_placement(result: Any, console: Any, table_type: Any) -> None:
         console.print(f"  [{colour}]{x(fixed.message(placement.requested_provider))}[/]")
 
 
-def _render_parity(result: Any, console: Any, table_type: Any) -> None:
+def _render_parity(result: CheckResult, console: Console, table_type: Any) -> None:
     parity = result.parity
     if parity.reference.value == "none":
         console.print(f"\n[bold]Parity[/]: {parity.status.value}: {x(parity.reason)}")
@@ -347,7 +326,8 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
             details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
         shape = f" {list(out.shape)}" if out.shape is not None else ""
         if out.atol is not None:
-            basis = " (given)" if out.tolerance_given else f" ({out.precision.value} defaults)"
+            precision = out.precision
+            basis = " (given)" if out.tolerance_given or precision is None else f" ({precision.value} defaults)"
             details.append(f"  {n(out.name)}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
         if out.reason:
             details.append(f"  {n(out.name)}: {x(out.reason)}")

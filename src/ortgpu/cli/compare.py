@@ -7,9 +7,16 @@ from typing import Any
 
 import click
 
+from ortgpu.check import merge_input_spec, parse_tolerances
 from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
-from ortgpu.cli.check import FlagError, _int_flag
+from ortgpu.cli.check import render_layerwise
+from ortgpu.cli.options import model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.params import FlagError, int_flag, parse_percent, parse_seconds
+from ortgpu.compare import CompareRequest, run_compare
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.report.accuracy import write_compare_report
 
 __all__ = ["command", "render"]
 
@@ -36,14 +43,8 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--package-a", type=click.Path(path_type=Path), metavar="PATH", help="Run side A through this C library.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
 @click.option("--device", "device_text", metavar="N", help="CUDA device id.")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option(
-    "--inputs", "npz", type=click.Path(path_type=Path), help="Real data: an .npz, a folder of .npz, or stacked."
-)
+@model_input_options
 @click.option("--samples", "samples_text", metavar="N", help="Generated samples (or the most taken from --inputs).")
-@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance of B against A.")
 @click.option("--rtol", multiple=True, metavar="[OUTPUT:]VALUE", help="Relative tolerance of B against A.")
 @click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor (two models in this process).")
@@ -64,12 +65,12 @@ def command(
     package_a: Path | None,
     config_path: Path | None,
     device_text: str | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
     samples_text: str | None,
-    seed_text: str | None,
+    seed: int | None,
     atol: tuple[str, ...],
     rtol: tuple[str, ...],
     layerwise: bool,
@@ -86,11 +87,6 @@ def command(
     Exit 0 the same within tolerance; 1 outputs differ beyond tolerance, or B's latency regressed beyond
     --max-regression; 2 bad input; 3 a side cannot run here.
     """
-    from ortgpu.bench.runner import parse_percent, parse_seconds
-    from ortgpu.check import merge_input_spec, parse_tolerances
-    from ortgpu.compare import CompareRequest, run_compare
-    from ortgpu.config import ExecutionProvider, load_config
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
     config = load_config(config_path)
     both = ExecutionProvider.parse(ep_name) if ep_name else ExecutionProvider.CPU
@@ -104,16 +100,16 @@ def command(
         package=package,
         package_a=package_a,
         config=config_path,
-        device_id=_int_flag(device_text, "--device"),
+        device_id=int_flag(device_text, "--device"),
         inputs=merge_input_spec(
             config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
+            shapes=dict(shapes),
+            dims=dict(dims),
+            ranges=dict(ranges),
             npz=npz,
-            seed=_int_flag(seed_text, "--seed"),
+            seed=seed,
         ),
-        samples=_int_flag(samples_text, "--samples", minimum=1),
+        samples=int_flag(samples_text, "--samples", minimum=1),
         atol=parse_tolerances(atol, "--atol"),
         rtol=parse_tolerances(rtol, "--rtol"),
         layerwise=layerwise,
@@ -124,6 +120,8 @@ def command(
     )
     with progress_reporter(not as_json) as progress:
         result = run_compare(request, progress)
+    if result.report_to is not None:
+        write_compare_report(result, result.report_to)
     emit("compare", result, as_json, render)
     return 0 if result.passed else 1
 
@@ -150,8 +148,6 @@ def render(result: Any, console: Any) -> None:
             console.print(f"  NaN/Inf in {side.name}:")
             render_nonfinite(side.nonfinite, console, allowed=True)
     if result.layerwise is not None:
-        from ortgpu.cli.check import render_layerwise
-
         render_layerwise(result.layerwise, console)
     latency = result.latency
     if latency is not None:

@@ -7,9 +7,14 @@ from typing import Any
 
 import click
 
+from ortgpu.check import merge_input_spec
 from ortgpu.cli.accuracy_render import escape
-from ortgpu.cli.check import _int_flag
+from ortgpu.cli.options import model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.params import int_flag
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.reduce import ConditionKind, ReduceRequest, run_reduce
 
 __all__ = ["command", "render_reduce"]
 
@@ -32,11 +37,7 @@ def command() -> None:
 @click.option("--ep", "ep_name", default="cpu", show_default=True, metavar="EP", help="cuda, tensorrt or cpu.")
 @click.option("--device", "device_text", metavar="N", help="CUDA device id.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data (.npz named after inputs).")
-@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
+@model_input_options
 @click.option("--save-inputs", type=click.Path(path_type=Path), help="Write the reduced model's failing inputs here.")
 @json_option
 def reduce(
@@ -46,11 +47,11 @@ def reduce(
     ep_name: str,
     device_text: str | None,
     config_path: Path | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
-    seed_text: str | None,
+    seed: int | None,
     save_inputs: Path | None,
     as_json: bool,
 ) -> int:
@@ -59,10 +60,6 @@ def reduce(
     Exit 0 a reduced model was written; 1 the whole model does not fail the condition (nothing written);
     2 bad input; 3 the EP is not available.
     """
-    from ortgpu.check import merge_input_spec
-    from ortgpu.config import ExecutionProvider, load_config
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
-    from ortgpu.reduce import ConditionKind, ReduceRequest, run_reduce
 
     config = load_config(config_path)
     request = ReduceRequest(
@@ -71,14 +68,14 @@ def reduce(
         condition=ConditionKind(condition),
         ep=ExecutionProvider.parse(ep_name),
         config=config_path,
-        device_id=_int_flag(device_text, "--device"),
+        device_id=int_flag(device_text, "--device"),
         inputs=merge_input_spec(
             config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
+            shapes=dict(shapes),
+            dims=dict(dims),
+            ranges=dict(ranges),
             npz=npz,
-            seed=_int_flag(seed_text, "--seed"),
+            seed=seed,
         ),
         save_inputs=save_inputs,
     )

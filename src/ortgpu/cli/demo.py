@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
+from rich.console import Console
 
+from ortgpu.cli.bench import render as render_bench
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.demo import DemoResult, run_demo
 
 __all__ = ["command", "render"]
 
@@ -26,7 +28,6 @@ def command(out_dir: Path | None, as_json: bool) -> int:
 
     Exit 0 when the check passed and every bench case ran; 1 otherwise.
     """
-    from ortgpu.demo import run_demo
 
     with progress_reporter(not as_json) as progress:
         result = run_demo(out_dir, progress)
@@ -34,10 +35,8 @@ def command(out_dir: Path | None, as_json: bool) -> int:
     return 0 if result.passed else 1
 
 
-def render(result: Any, console: Any) -> None:
+def render(result: DemoResult, console: Console) -> None:
     """The human rendering of a DemoResult: four steps, then where the report is."""
-
-    from ortgpu.cli.bench import render as render_bench
 
     console.print(f"[bold]ortgpu demo[/]: {x(result.model)}")
     colour = "green" if result.doctor.ready else "yellow"

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
+from rich.console import Console
 
+from ortgpu.cli.doctor_fix import render_fix
+from ortgpu.cli.doctor_fleet import run_fleet
+from ortgpu.cli.doctor_package import render_package
 from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+from ortgpu.doctor import machine
+from ortgpu.doctor.machine import DoctorReport
+from ortgpu.doctor.package import diagnose_package
+from ortgpu.doctor.verdict import Status
+from ortgpu.fix import fix_environment
+from ortgpu.loader.windows import WindowsReport
 
 __all__ = ["command", "render_doctor"]
 
@@ -44,8 +53,6 @@ def command(
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
     if use_ray or ray_address is not None:
-        from ortgpu.cli.doctor_fleet import run_fleet
-
         if package is not None or fix:
             raise click.UsageError("--ray runs the doctor on the nodes: it does not combine with --package or --fix")
         return run_fleet(ray_address, as_json)
@@ -54,34 +61,24 @@ def command(
     if fix and package is not None:
         raise click.UsageError("--fix repairs this environment; it does not apply to --package")
     if fix:
-        from ortgpu.cli.doctor_fix import render_fix
-        from ortgpu.env.doctor import diagnose
-        from ortgpu.fix import fix_environment
-
         with progress_reporter(enabled=not as_json) as progress:
-            result = fix_environment(diagnose(progress=progress), apply=yes, progress=progress)
+            result = fix_environment(machine.diagnose(progress=progress), apply=yes, progress=progress)
         emit("doctor.fix", result, as_json, render_fix)
         return result.exit_code
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
-            from ortgpu.cli.doctor_package import render_package
-            from ortgpu.env.package import diagnose_package
-
             package_report = diagnose_package(package, progress=progress)
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
-        from ortgpu.env.doctor import diagnose
 
-        report = diagnose(progress=progress, quick=quick)
+        report = machine.diagnose(progress=progress, quick=quick)  # looked up here: tests replace it
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 
 
-def render_doctor(report: Any, console: Any) -> None:
+def render_doctor(report: DoctorReport, console: Console) -> None:
     """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
     from rich.table import Table
-
-    from ortgpu.env.checks import Status
 
     colour = "bold green" if report.ready else "bold red"
     console.print(f"[{colour}]{safe(report.verdict)}[/]")
@@ -105,7 +102,7 @@ def render_doctor(report: Any, console: Any) -> None:
         )
     console.print(checks)
 
-    if getattr(report, "windows", None) is not None:
+    if report.windows is not None:
         _render_windows(report.windows, console)
     rows = [n for n in report.libraries if not n.system]
     if rows:
@@ -147,7 +144,7 @@ def render_doctor(report: Any, console: Any) -> None:
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
 
 
-def _render_windows(windows: Any, console: Any) -> None:
+def _render_windows(windows: WindowsReport, console: Console) -> None:
     """Every DLL ORT's libraries bring in, as the Windows loader will resolve it (system DLLs left to --json)."""
     from rich.table import Table
 

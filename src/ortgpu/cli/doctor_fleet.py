@@ -6,13 +6,12 @@ from typing import Any
 
 from ortgpu.cli.output import emit, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.fleet.doctor import majority, run_fleet_doctor
 
 __all__ = ["render_fleet", "run_fleet"]
 
 
 def run_fleet(address: str | None, as_json: bool) -> int:
-    from ortgpu.fleet.doctor import run_fleet_doctor
-
     with progress_reporter(enabled=not as_json) as progress:
         report = run_fleet_doctor(address, progress)
     emit("doctor.fleet", report, as_json, render_fleet)
@@ -22,8 +21,6 @@ def run_fleet(address: str | None, as_json: bool) -> int:
 def render_fleet(report: Any, console: Any) -> None:
     """The verdict over the cluster, then one row per node; a value that differs from most nodes' is yellow."""
     from rich.table import Table
-
-    from ortgpu.fleet.doctor import majority
 
     bad = [n for n in report.nodes if not n.ready]
     if report.ready:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
 from ortgpu.cli.output import safe
-from ortgpu.env.checks import Status
-from ortgpu.env.package import Component, NeedKind, PackageReport
+from ortgpu.doctor.package import PackageReport
+from ortgpu.doctor.verdict import Status
+from ortgpu.package.analysis import Component, NeedKind
 
 __all__ = ["render_package"]
 
@@ -14,7 +17,7 @@ __all__ = ["render_package"]
 _QUIET = {Component.C_RUNTIME, Component.OS}
 
 
-def render_package(report: PackageReport, console: Any) -> None:
+def render_package(report: PackageReport, console: Console) -> None:
     """Verdict first, then what the package is, what it needs, and (same platform) what this machine has."""
     from rich.table import Table
 
@@ -79,7 +82,7 @@ def render_package(report: PackageReport, console: Any) -> None:
     _render_fixes(report, console)
 
 
-def _render_fixes(report: PackageReport, console: Any) -> None:
+def _render_fixes(report: PackageReport, console: Console) -> None:
     """One line per distinct fix (several missing libraries often share one), the root cause's fix first."""
 
     problems = [c for c in report.checks if c.status in (Status.FAIL, Status.WARN)]

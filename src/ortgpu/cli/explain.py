@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
+from rich.console import Console
 
 from ortgpu.cli.output import emit, json_option
 from ortgpu.cli.output import safe as x
-from ortgpu.explain import ExplainInputError
+from ortgpu.explain import MAX_TEXT_CHARS, ExplainInputError, ExplainResult, Verdict, explain
+from ortgpu.limits import read_stream
 
 __all__ = ["command"]
 
@@ -25,8 +26,6 @@ __all__ = ["command"]
 @click.argument("text", nargs=-1, required=True)
 @json_option
 def command(text: tuple[str, ...], as_json: bool) -> int:
-    from ortgpu.explain import explain
-
     message = _read_stdin() if text == ("-",) else " ".join(text)
     result = explain(message)
     emit("explain", result, as_json, _render)
@@ -35,8 +34,6 @@ def command(text: tuple[str, ...], as_json: bool) -> int:
 
 def _read_stdin() -> str:
     """Standard input, read no further than explain takes (``< /dev/zero`` ends at once, exit 2)."""
-    from ortgpu.explain import MAX_TEXT_CHARS
-    from ortgpu.limits import read_stream
 
     hint = f"explain takes a pasted message of at most {MAX_TEXT_CHARS:,} characters; pipe in the error lines"
     raw = getattr(sys.stdin, "buffer", None)
@@ -50,10 +47,8 @@ def _read_stdin() -> str:
     return read_stream(raw, 4 * MAX_TEXT_CHARS, "standard input", hint).decode("utf-8", errors="replace")
 
 
-def _render(result: Any, console: Any) -> None:
+def _render(result: ExplainResult, console: Console) -> None:
     from rich.table import Table
-
-    from ortgpu.explain import Verdict
 
     style = {
         Verdict.GPU_PROBLEM: "bold red",

@@ -7,9 +7,15 @@ from typing import Any
 
 import click
 
+from ortgpu.check import merge_input_spec
 from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
-from ortgpu.cli.check import FlagError, _int_flag
+from ortgpu.cli.check import render_layerwise
+from ortgpu.cli.options import model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.params import FlagError, int_flag, parse_ep_option
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.fp16 import Fp16Request, run_fp16
 
 __all__ = ["command", "render"]
 
@@ -35,14 +41,8 @@ def _float_flag(text: str | None, flag: str) -> float | None:
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
 @click.option("--device", "device_text", metavar="N", help="CUDA device id.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml (see docs/config.md).")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option(
-    "--inputs", "npz", type=click.Path(path_type=Path), help="Real data: an .npz, a folder of .npz, or stacked."
-)
+@model_input_options
 @click.option("--samples", "samples_text", metavar="N", help="Generated samples (or the most taken from --inputs).")
-@click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--atol", "atol_text", metavar="VALUE", help="Absolute output tolerance against fp32.")
 @click.option("--rtol", "rtol_text", metavar="VALUE", help="Relative output tolerance against fp32.")
 @click.option("--keep", multiple=True, metavar="NODE", help="Keep this node in fp32 (repeatable).")
@@ -66,12 +66,12 @@ def command(
     ep_options: tuple[str, ...],
     device_text: str | None,
     config_path: Path | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
     samples_text: str | None,
-    seed_text: str | None,
+    seed: int | None,
     atol_text: str | None,
     rtol_text: str | None,
     keep: tuple[str, ...],
@@ -92,10 +92,6 @@ def command(
     Exit 0 pass; 1 it does not pass; 2 bad input; 3 the EP is not available (--ep cpu validates with onnx's
     reference evaluator, which computes in fp16).
     """
-    from ortgpu.check import merge_input_spec
-    from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
-    from ortgpu.fp16 import Fp16Request, run_fp16
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
 
     config = load_config(config_path)
     request = Fp16Request(
@@ -103,26 +99,26 @@ def command(
         output=output,
         ep=ExecutionProvider.parse(ep_name),
         config=config_path,
-        device_id=_int_flag(device_text, "--device"),
+        device_id=int_flag(device_text, "--device"),
         ep_options=dict(parse_ep_option(o) for o in ep_options),
         inputs=merge_input_spec(
             config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
+            shapes=dict(shapes),
+            dims=dict(dims),
+            ranges=dict(ranges),
             npz=npz,
-            seed=_int_flag(seed_text, "--seed"),
+            seed=seed,
         ),
-        samples=_int_flag(samples_text, "--samples", minimum=1),
+        samples=int_flag(samples_text, "--samples", minimum=1),
         atol=_float_flag(atol_text, "--atol"),
         rtol=_float_flag(rtol_text, "--rtol"),
         keep_io_types=not no_keep_io_types,
         keep=tuple(keep),
         auto_keep=not no_auto_keep,
-        max_iterations=_int_flag(iterations_text, "--max-iterations", minimum=1) or 1,
+        max_iterations=int_flag(iterations_text, "--max-iterations", minimum=1) or 1,
         force=force,
         bench=not no_bench,
-        bench_batch=_int_flag(bench_batch_text, "--bench-batch", minimum=1),
+        bench_batch=int_flag(bench_batch_text, "--bench-batch", minimum=1),
         config_out=config_out,
     )
     with progress_reporter(not as_json) as progress:
@@ -171,8 +167,6 @@ def render(result: Any, console: Any) -> None:
     for line in result.overflow:
         console.print(f"  [red]{escape(line)}[/]")
     if result.layerwise is not None:
-        from ortgpu.cli.check import render_layerwise
-
         render_layerwise(result.layerwise, console, shown=5)
     sizes = result.sizes
     console.print(

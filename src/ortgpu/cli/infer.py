@@ -9,6 +9,10 @@ import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.cli.params import parse_ep_option
+from ortgpu.ep import ExecutionProvider
+from ortgpu.infer.run import InferRequest, run_infer
+from ortgpu.scale.devices import parse_devices
 
 __all__ = ["command", "render"]
 
@@ -65,9 +69,6 @@ def command(
     (reported and skipped), 2 for bad usage or input (--fail-fast: at the first bad input), 3 when this machine or
     cluster cannot run it, 130 when interrupted (what finished is kept and in the manifest).
     """
-    from ortgpu.config import ExecutionProvider, parse_ep_option
-    from ortgpu.infer.run import InferRequest, run_infer
-    from ortgpu.scale.devices import parse_devices
 
     request = InferRequest(
         model=model,

@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+from ortgpu.config import load_config
+from ortgpu.inspect import InspectRequest, inspect_model_file
 
 __all__ = ["command", "render"]
 
@@ -35,8 +37,6 @@ def command(
 
     Exit 0 inspected; 2 bad input (missing, corrupt or invalid model, external data missing or outside its folder).
     """
-    from ortgpu.config import load_config
-    from ortgpu.inspect import InspectRequest, inspect_model_file
 
     request = InspectRequest(
         model=model, kernels=kernels, config=load_config(config_path), device_id=device_id, top=top

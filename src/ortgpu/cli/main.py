@@ -10,9 +10,12 @@ from collections.abc import Sequence
 
 import click
 
+from ortgpu.cli.output import plain, silence_stdout
 from ortgpu.cli.registry import LazyGroup
 from ortgpu.cli.signals import call_handling_sigterm
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, ExitCode, InternalError, OrtgpuError
+from ortgpu.results import SCHEMA_VERSION
+from ortgpu.runtime.identity import version_info
 
 __all__ = ["cli", "main", "run"]
 
@@ -41,7 +44,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _print_version(ctx: click.Context) -> None:
     """ortgpu, Python, and the ORT distribution `import onnxruntime` would load (read from metadata, not imported)."""
-    from ortgpu.runtime.identity import version_info
 
     for line in version_info().lines():
         click.echo(line)
@@ -118,11 +120,7 @@ def _os_error(exc: OSError) -> OrtgpuError:
 
 
 def _report_error(exc: OrtgpuError, as_json: bool, line: bool = True) -> None:
-    from ortgpu.cli.output import plain
-
     if as_json:
-        from ortgpu.results import SCHEMA_VERSION
-
         document = json.dumps({"schema": f"ortgpu.error/v{SCHEMA_VERSION}", "error": exc.to_dict()}, indent=2)
         with contextlib.suppress(OSError):  # stdout may be what failed: the line on stderr still says why
             click.echo(document)
@@ -137,7 +135,6 @@ def run() -> None:
     try:
         sys.stdout.flush()
     except OSError:  # a closed pipe or a full disk at the very end: already reported, nothing more to say
-        from ortgpu.cli.output import silence_stdout
 
         silence_stdout()
     sys.exit(code)

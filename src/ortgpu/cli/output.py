@@ -21,11 +21,18 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.progress import Progress, silent
+from ortgpu.results import envelope
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+ResultT = TypeVar("ResultT")  # the result object a command renders
 
 __all__ = [
     "CELL_LIMIT",
@@ -132,15 +139,15 @@ def _console(stream: Any) -> Any:
     return _Console(file=stream, soft_wrap=False, highlight=False, width=_width(stream), no_color=no_color)
 
 
-def stdout_console() -> Any:
+def stdout_console() -> Console:
     return _console(sys.stdout)
 
 
-def stderr_console() -> Any:
+def stderr_console() -> Console:
     return _console(sys.stderr)
 
 
-def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], None]) -> None:
+def emit(command: str, result: ResultT, as_json: bool, render: Callable[[ResultT, Console], None]) -> None:
     """Write one result: the JSON envelope on stdout, or the human rendering.
 
     A closed pipe ends the output quietly (the command still returns its exit code); any other error writing
@@ -148,8 +155,6 @@ def emit(command: str, result: Any, as_json: bool, render: Callable[[Any, Any], 
     """
     try:
         if as_json:
-            from ortgpu.results import envelope
-
             click.echo(json.dumps(envelope(command, result), indent=2, sort_keys=False))
         else:
             render(result, stdout_console())
@@ -175,17 +180,18 @@ def silence_stdout() -> None:
 
 
 @contextmanager
-def progress_reporter(enabled: bool = True) -> Iterator[Callable[[str, float | None], None]]:
+def progress_reporter(enabled: bool = True) -> Iterator[Progress]:
     """A progress callback for the library: (message, fraction or None), drawn on stderr.
 
     Silent when stderr is not a terminal, so logs and pipes stay clean.
     """
     if not enabled or not sys.stderr.isatty():
-        yield lambda message, fraction=None: None
+        yield silent
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
 
-    with Progress(
+    with RichProgress(
         TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=stderr_console(), transient=True
     ) as bar:
         task = bar.add_task("starting", total=1.0)

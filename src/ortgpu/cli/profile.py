@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
+from ortgpu.check import merge_input_spec
+from ortgpu.cli.options import model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+from ortgpu.cli.params import parse_ep_option
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.profile import GpuTiming, ProfileRequest, run_profile
 
 __all__ = ["command", "render"]
 
@@ -27,11 +33,7 @@ _ROWS = 15
     metavar="CONFIG",
     help="Profile this ortgpu.toml too and put the two op tables side by side (e.g. a tuned config).",
 )
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
-@click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data: .npz named after inputs.")
-@click.option("--seed", type=click.IntRange(min=0), help="Seed of generated inputs (default 0).")
+@model_input_options
 @click.option("--runs", type=click.IntRange(min=1, max=100_000), default=10, show_default=True, help="Runs profiled.")
 @click.option(
     "--warmup", type=click.IntRange(min=0, max=100_000), default=3, show_default=True, help="Runs left out first."
@@ -55,9 +57,9 @@ def command(
     device_id: int | None,
     config_path: Path | None,
     compare_path: Path | None,
-    shapes: tuple[str, ...],
-    dims: tuple[str, ...],
-    ranges: tuple[str, ...],
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    dims: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...],
     npz: Path | None,
     seed: int | None,
     runs: int,
@@ -74,10 +76,6 @@ def command(
     Inputs and config as for check and bench. Exit 0 profiled; 1 the run failed inside ORT; 2 bad input;
     3 the EP cannot be active here.
     """
-    from ortgpu.check import merge_input_spec
-    from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
-    from ortgpu.profile import GpuTiming, ProfileRequest, run_profile
 
     config = load_config(config_path)
     compare = load_config(compare_path) if compare_path is not None else None
@@ -94,9 +92,9 @@ def command(
         config=config,
         inputs=merge_input_spec(
             config.inputs,
-            shapes=dict(parse_shape(s) for s in shapes),
-            dims=dict(parse_dim(d) for d in dims),
-            ranges=dict(parse_range(r) for r in ranges),
+            shapes=dict(shapes),
+            dims=dict(dims),
+            ranges=dict(ranges),
             npz=npz,
             seed=seed,
         ),

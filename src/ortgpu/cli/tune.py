@@ -9,6 +9,10 @@ import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as x
+from ortgpu.cli.params import parse_int_list
+from ortgpu.ep import ExecutionProvider
+from ortgpu.tune import Objective, TuneRequest, parse_budget, run_tune
+from ortgpu.tune.run import parse_memory_budget
 
 __all__ = ["command", "render"]
 
@@ -63,10 +67,6 @@ def command(
     `bench --config`. Exit 0 when a configuration was found; 1 when no trial passed; 2 bad input; 3 the EP
     cannot run here or Optuna is missing; 130 interrupted (the best so far is still written).
     """
-    from ortgpu.bench.runner import parse_int_list
-    from ortgpu.config import ExecutionProvider
-    from ortgpu.tune import Objective, TuneRequest, parse_budget, run_tune
-    from ortgpu.tune.run import parse_memory_budget
 
     request = TuneRequest(
         model=model,

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortgpu.errors import OrtgpuError
+from ortgpu.package.analysis import analyse_package
+from ortgpu.package.archive import open_package
 
 __all__ = ["NeedsDiff", "PackageSource", "RequirementChange", "needs_diff"]
 
@@ -53,9 +55,6 @@ class NeedsDiff:
 
 
 def _analyse(source: PackageSource) -> tuple[str, dict[str, str], tuple[str, ...], set[str]]:
-    from ortgpu.env.archive import open_package
-    from ortgpu.env.package import analyse_package
-
     with open_package(source.path) as opened:
         analysis = analyse_package(opened, metadata=source.metadata)
     requirements = {r.kind.value: r.value + (" (optional)" if r.optional else "") for r in analysis.requirements}

@@ -10,7 +10,7 @@ from ortgpu.accuracy.layerwise import LayerwiseReport
 from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.check.parity import OutputParity
 from ortgpu.compare.needs import NeedsDiff
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 __all__ = ["CompareResult", "LatencyDiff", "SideKind", "SideReport"]
 

@@ -7,21 +7,38 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.accuracy.dataset import Dataset, load_dataset, split_stacked
+from ortgpu.accuracy.engines import OrtEngine
+from ortgpu.accuracy.graph import Skipped, intermediate_tensors, load_model
+from ortgpu.accuracy.layerwise import LayerwiseReport, compare_layers
 from ortgpu.accuracy.nonfinite import scan_outputs
-from ortgpu.check.parity import OutputParity, ParityStatus, Precision, Tolerance, compare_output, worst_sample
+from ortgpu.bench import BenchMode, BenchRequest, run_bench
+from ortgpu.bench.stats import compute_stats
+from ortgpu.capi import runner as capi_runner
+from ortgpu.check.parity import (
+    DEFAULT_TOLERANCES,
+    OutputParity,
+    ParityStatus,
+    Precision,
+    Tolerance,
+    compare_output,
+    worst_sample,
+)
+from ortgpu.compare.child import run_in_python
 from ortgpu.compare.needs import NeedsDiff, PackageSource, needs_diff
 from ortgpu.compare.result import CompareResult, LatencyDiff, SideKind, SideReport
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config, load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
+from ortgpu.host.distributions import find_distributions
+from ortgpu.model.inputs import InputSpec
+from ortgpu.model.inspect import ModelInfo, inspect_model
+from ortgpu.npz import load_npz
+from ortgpu.output_paths import check_outputs
 from ortgpu.runtime.guard import import_onnxruntime
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.accuracy.dataset import Dataset
-    from ortgpu.accuracy.layerwise import LayerwiseReport
-    from ortgpu.model.inputs import InputSpec
-    from ortgpu.model.inspect import ModelInfo
+from ortgpu.session import open_session
 
 __all__ = ["CompareError", "CompareRequest", "run_compare"]
 
@@ -140,9 +157,6 @@ def _models_agree(a: ModelInfo, b: ModelInfo) -> None:
 
 
 def _saved_outputs(side: _Side, dataset: Dataset | None, ranks: Mapping[str, int | None]) -> list[dict[str, Any]]:
-    from ortgpu.accuracy.dataset import split_stacked
-    from ortgpu.npz import load_npz
-
     hint = "give an .npz of outputs, e.g. written by ortgpu check --save-outputs"
     arrays = load_npz(side.path, what="outputs file", contents="outputs", error=CompareError, hint=hint)
     count = len(dataset.samples) if dataset is not None else 1
@@ -164,8 +178,6 @@ def _run_side(
     if side.kind is SideKind.MODEL:
         onnxruntime = import_onnxruntime("comparing two runs")
 
-        from ortgpu.session import open_session
-
         assert side.ep is not None
         tell(f"{side.name}: {side.path.name} on {side.ep.value}", None)
         with open_session(side.path, side.ep, config, request.device_id) as session:
@@ -174,8 +186,6 @@ def _run_side(
         side.ort_version = onnxruntime.__version__
         side.runner = f"onnxruntime {onnxruntime.__version__} in this process"
     elif side.kind is SideKind.PYTHON:
-        from ortgpu.compare.child import run_in_python
-
         assert side.ep is not None and side.python is not None
         tell(f"{side.name}: {side.path.name} with {side.python}", None)
         run = run_in_python(
@@ -195,13 +205,11 @@ def _run_side(
         side.distribution = next((d for d in run.distributions if d[1] == run.ort_version), None)
         side.runner = f"{run.interpreter} (Python {run.python}): onnxruntime {run.ort_version}"
     elif side.kind is SideKind.PACKAGE:
-        from ortgpu.capi.runner import run_package_model
-
         assert side.ep is not None and side.package is not None
         tell(f"{side.name}: {side.path.name} through {side.package}", None)
         side.outputs = []
         for f in feeds:
-            run = run_package_model(
+            run = capi_runner.run_package_model(
                 side.package, side.path, f, side.ep.value, config.options_for(side.ep), profile=False
             )
             side.outputs.append(dict(run.outputs))
@@ -268,8 +276,6 @@ def _latency(
         return LatencyDiff("not measured", None, None, None, note="saved outputs have no latency")
     first = dataset.samples[0].inputs
     if a.kind is SideKind.PYTHON:
-        from ortgpu.bench.stats import compute_stats
-
         batch = first.batch or 1
         stats = [compute_stats(s.latencies_ns, batch, 0.0) if s.latencies_ns else None for s in (a, b)]
         return LatencyDiff(
@@ -282,7 +288,6 @@ def _latency(
             stats[1].p95_ms if stats[1] else None,
             request.max_regression,
         )
-    from ortgpu.bench import BenchMode, BenchRequest, run_bench
 
     shapes = {n: tuple(v.shape) for n, v in first.feeds.items()}
     numbers = []
@@ -318,8 +323,6 @@ def _latency(
 def _this_ort() -> PackageSource | None:
     onnxruntime = import_onnxruntime("comparing two runs")
 
-    from ortgpu.env.distributions import find_distributions
-
     report = find_distributions()
     loaded = report.loaded_distribution
     return PackageSource(
@@ -340,11 +343,6 @@ def _needs(request: CompareRequest, a: _Side, b: _Side) -> NeedsDiff | None:
 def _layerwise(
     request: CompareRequest, a: _Side, b: _Side, config: Config, feeds: dict[str, Any], tell: Progress
 ) -> LayerwiseReport:
-    from ortgpu.accuracy.engines import OrtEngine
-    from ortgpu.accuracy.graph import intermediate_tensors, load_model
-    from ortgpu.accuracy.layerwise import compare_layers
-    from ortgpu.check.parity import DEFAULT_TOLERANCES
-
     assert a.ep is not None and b.ep is not None
     model_a, model_b = load_model(a.path), load_model(b.path)
     slots, skipped = intermediate_tensors(model_a, {n: tuple(v.shape) for n, v in feeds.items()})
@@ -360,7 +358,6 @@ def _layerwise(
             produced = {o for n in model_b.graph.node for o in n.output}
             missing = [s for s in slots if s.name not in produced]
             slots = [s for s in slots if s.name in produced]
-            from ortgpu.accuracy.graph import Skipped
 
             skipped = [*skipped, *(Skipped(s.name, "B has no tensor of that name") for s in missing)]
         report, _ = compare_layers(slots, skipped, engine_b, engine_a, rule.rtol, rule.atol_scale, progress=tell)
@@ -371,9 +368,6 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Co
     """Compare two runs; never prints. Bad input is exit 2 (CompareError and the input/model errors) before
     anything runs; an environment that cannot run a side is exit 3. A comparison that ran returns a result whose
     ``failures`` name outputs beyond tolerance, missing outputs and a latency regression."""
-    from ortgpu.accuracy.dataset import load_dataset
-    from ortgpu.config import load_config
-    from ortgpu.model.inspect import inspect_model
 
     tell = progress or (lambda message, fraction=None: None)
     if not (request.max_regression >= 0 and request.duration_s > 0):
@@ -381,8 +375,6 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Co
     a, b = _sides(request)
     config = load_config(request.config)
     if request.report is not None:
-        from ortgpu.output_paths import check_outputs
-
         npz = request.inputs.npz if request.inputs is not None else None
         inputs = (a.path, b.path, npz, config.source, request.package, request.package_a)
         check_outputs({"--report": request.report}, inputs, error=CompareError)
@@ -438,10 +430,6 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Co
         notes=tuple(dataset.notes) if dataset is not None else (),
         report_to=request.report,
     )
-    if request.report is not None:
-        from ortgpu.report.accuracy import write_compare_report
-
-        write_compare_report(result, request.report)
     tell("done", 1.0)
     return result
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ortgpu.errors import ExitCode
 from ortgpu.fix.plan import FixPlan, FixStep, plan_fixes
 
 __all__ = ["DoctorState", "FixResult", "StepRun", "doctor_in_child", "fix_environment", "run_command"]
@@ -64,7 +65,6 @@ class FixResult:
     @property
     def exit_code(self) -> int:
         """0 when the environment is (now) GPU ready or nothing is wrong in it; 3 otherwise."""
-        from ortgpu.errors import ExitCode
 
         state = self.after or self.before
         return int(ExitCode.OK if state.ready and not self.stopped else ExitCode.ENVIRONMENT)

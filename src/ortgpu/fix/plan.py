@@ -18,8 +18,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ortgpu.env.distributions import Flavour, OrtDistribution
-from ortgpu.env.platform_probe import version_tuple
+from ortgpu.doctor.cuda_fixes import component_of, pip_packages_for
+from ortgpu.host.distributions import DistributionFlavour, OrtDistribution
+from ortgpu.knowledge.matrix import BuildFlavour, all_builds, max_cuda_for_driver
+from ortgpu.loader.linux import LibStatus
+from ortgpu.versions import version_tuple
 
 __all__ = ["FixPlan", "FixStep", "Problem", "gpu_requirement", "plan_fixes"]
 
@@ -69,8 +72,6 @@ def _pip(python: str, *args: str) -> tuple[str, ...]:
 
 def gpu_requirement(driver: Any) -> tuple[str, str]:
     """(requirement, why) for onnxruntime-gpu on this driver: the newest PyPI build whose CUDA major it runs."""
-    from ortgpu.env.matrix import Flavour as BuildFlavour
-    from ortgpu.env.matrix import all_builds, max_cuda_for_driver
 
     pypi = [b for b in all_builds() if b.flavour is BuildFlavour.DEFAULT]
     newest = max(pypi, key=lambda b: version_tuple(b.ort_version))
@@ -123,7 +124,7 @@ def _removable(dist: OrtDistribution, prefix: Path) -> str | None:
 
 def _keep(found: Sequence[OrtDistribution], loaded: str | None) -> OrtDistribution:
     """Which distribution a conflict keeps: the CUDA build, else another accelerator build, else the one that loads."""
-    rank = {Flavour.CUDA: 0, Flavour.CPU: 2}
+    rank = {DistributionFlavour.CUDA: 0, DistributionFlavour.CPU: 2}
     return min(found, key=lambda d: (rank.get(d.flavour, 1), d.name != loaded))
 
 
@@ -136,8 +137,6 @@ def _uninstall(dist: OrtDistribution, prefix: Path, python: str, problem: Proble
 
 def _missing_cuda(report: Any) -> tuple[list[str], Any]:
     """Sonames the CUDA provider needs that exist nowhere (not even in pip folders), and that provider library."""
-    from ortgpu.env.cuda_fixes import component_of
-    from ortgpu.env.linux_loader import LibStatus
 
     cuda = next((p for p in report.providers if p.provider == "cuda" and not p.from_shadowed), None)
     if cuda is None:
@@ -153,8 +152,6 @@ def _missing_cuda(report: Any) -> tuple[list[str], Any]:
 
 
 def _cuda_wheels_step(dist: OrtDistribution, report: Any, python: str) -> FixStep | None:
-    from ortgpu.env.cuda_fixes import pip_packages_for
-
     missing, cuda = _missing_cuda(report)
     if not missing:
         return None
@@ -216,10 +213,10 @@ def plan_fixes(
             why = f"{keep.name}'s files were overwritten by the other one: reinstall them (no dependency changes)"
             command = _pip(python, "install", "--force-reinstall", "--no-deps", f"{keep.name}=={keep.version}")
             steps.append(FixStep(Problem.CONFLICT, why, command))
-        if keep.flavour is Flavour.CUDA:
+        if keep.flavour is DistributionFlavour.CUDA:
             wheels = _cuda_wheels_step(keep, report, python)
             steps += [wheels] if wheels else []
-    elif found and found[0].flavour is Flavour.CPU and gpu:
+    elif found and found[0].flavour is DistributionFlavour.CPU and gpu:
         cpu = found[0]
         requirement, why = gpu_requirement(report.driver)
         steps.append(
@@ -238,7 +235,7 @@ def plan_fixes(
         refusal = _removable(only, prefix)
         command = _pip(python, "install", "--force-reinstall", "--no-deps", f"{only.name}=={only.version}")
         steps.append(FixStep(Problem.BROKEN, why, () if refusal else command, manual=refusal))
-    elif found and found[0].flavour is Flavour.CUDA:
+    elif found and found[0].flavour is DistributionFlavour.CUDA:
         wheels = _cuda_wheels_step(found[0], report, python)
         steps += [wheels] if wheels else []
 

@@ -1,6 +1,6 @@
 """`ortgpu doctor --ray`: the doctor on every node of a Ray cluster, one task per node pinned by node affinity.
 
-Each node runs :func:`ortgpu.env.doctor.diagnose` (its real load attempt included) and sends back a few facts:
+Each node runs :func:`ortgpu.doctor.machine.diagnose` (its real load attempt included) and sends back a few facts:
 GPUs, driver, the CUDA / cuDNN files the CUDA session mapped, the ONNX Runtime version, the verdict. A column
 drifts when the nodes do not all agree on it; a node whose task could not run is a node not ready.
 """
@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ortgpu.doctor.machine import diagnose
 from ortgpu.errors import ExitCode
 from ortgpu.scale.ray_cluster import connect, import_ray
 
@@ -89,8 +90,6 @@ def node_facts(report: Any, node_id: str = "", address: str = "") -> NodeReport:
 def _doctor_here(node_id: str, address: str) -> dict[str, Any]:
     """The task each node runs (plain values back: the driver need not unpickle ortgpu classes)."""
     from dataclasses import asdict
-
-    from ortgpu.env.doctor import diagnose
 
     return asdict(node_facts(diagnose(), node_id, address))
 

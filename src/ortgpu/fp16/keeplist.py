@@ -9,11 +9,10 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.graph import consumers_of, producers_of
+from ortgpu.accuracy.layerwise import TensorComparison
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.accuracy.layerwise import TensorComparison
 
 __all__ = [
     "FP16_MAX",

@@ -8,7 +8,7 @@ from pathlib import Path
 from ortgpu.accuracy.layerwise import LayerwiseReport
 from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.check.parity import OutputParity
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 from ortgpu.fp16.keeplist import KeptNode
 
 __all__ = ["Attempt", "Fp16Result", "Sizes", "Speed"]

@@ -9,11 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.dataset import load_dataset
+from ortgpu.accuracy.engines import OrtEngine
 from ortgpu.accuracy.graph import TensorSlot, intermediate_tensors, load_model, name_unnamed_nodes
-from ortgpu.accuracy.layerwise import DEFAULT_BYTE_BUDGET, DEFAULT_MAX_PER_CHUNK, chunk_slots
+from ortgpu.accuracy.layerwise import (
+    _ITEMSIZE,
+    DEFAULT_BYTE_BUDGET,
+    DEFAULT_MAX_PER_CHUNK,
+    LayerwiseReport,
+    chunk_slots,
+    compare_layers,
+)
 from ortgpu.accuracy.nonfinite import NonFinite, scan_outputs
+from ortgpu.atomic import atomic_write_bytes, atomic_write_text
+from ortgpu.bench import BenchMode, BenchRequest, run_bench
 from ortgpu.check.parity import DEFAULT_TOLERANCES, OutputParity, ParityStatus, Precision, compare_output, worst_sample
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config, load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
 from ortgpu.fp16.convert import Converted, convert_to_fp16, converter_default_block_list, float_tensor_count
 from ortgpu.fp16.keeplist import (
@@ -26,16 +38,18 @@ from ortgpu.fp16.keeplist import (
     overflow_failures,
     range_rule,
 )
-from ortgpu.fp16.provenance import KEEP_KEY, SOURCE_SHA_KEY
+from ortgpu.fp16.provenance import KEEP_KEY, SOURCE_SHA_KEY, sha256_file
+from ortgpu.fp16.provenance import config_section as section_text
 from ortgpu.fp16.result import Attempt, Fp16Result, Sizes, Speed
 from ortgpu.fp16.validate import EngineChoice, choose_engine, open_engine
+from ortgpu.model.inputs import InputSpec
+from ortgpu.model.inspect import inspect_model
+from ortgpu.output_paths import check_outputs
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session.providers import missing_from_build_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.accuracy.layerwise import LayerwiseReport
-    from ortgpu.model.inputs import InputSpec
 
 __all__ = ["SOURCE_SHA_KEY", "Fp16Error", "Fp16Request", "run_fp16"]
 
@@ -82,8 +96,6 @@ class Fp16Request:
 
 
 def _check_request(request: Fp16Request, config_source: Path | None) -> None:
-    from ortgpu.output_paths import check_outputs
-
     out = Path(request.output)
     if out.suffix != ".onnx":
         raise Fp16Error(f"-o {out}: the file name must end in .onnx", f"e.g. -o {out.stem}.fp16.onnx")
@@ -114,8 +126,6 @@ def _check_request(request: Fp16Request, config_source: Path | None) -> None:
 
 def _check_ep(ep: ExecutionProvider) -> None:
     ort = import_onnxruntime("validating an fp16 model")
-
-    from ortgpu.session.providers import missing_from_build_error
 
     if ep is not ExecutionProvider.CPU and ep.ort_name not in ort.get_available_providers():
         error = missing_from_build_error(ep)
@@ -157,8 +167,6 @@ def _merge_range(ranges: dict[str, TensorRange], name: str, value: Any) -> None:
 
 def _fp32_run(proto: onnx.ModelProto, feeds: list[dict[str, Any]], tell: Progress) -> _Fp32Run:
     """The fp32 model on the CPU EP, every intermediate tensor exposed (in chunks), over every sample."""
-    from ortgpu.accuracy.engines import OrtEngine
-    from ortgpu.accuracy.layerwise import _ITEMSIZE
 
     slots, skipped = intermediate_tensors(proto, {n: tuple(a.shape) for n, a in feeds[0].items()})
     ranges: dict[str, TensorRange] = {}
@@ -242,9 +250,6 @@ def _layerwise(
     fp32: _Fp32Run,
     tell: Progress,
 ) -> tuple[LayerwiseReport, list[Any]]:
-    from ortgpu.accuracy.engines import OrtEngine
-    from ortgpu.accuracy.layerwise import compare_layers
-
     rule = DEFAULT_TOLERANCES[Precision.FP16]
     with (
         open_engine(choice, converted.model, feeds, request.ep, config, request.device_id, request.ep_options) as fp16,
@@ -265,9 +270,6 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
     lacks raises ProviderUnavailableError (exit 3). A conversion that does not pass returns a result with
     ``passed`` False and writes nothing unless ``force``.
     """
-    from ortgpu.accuracy.dataset import load_dataset
-    from ortgpu.config import load_config
-    from ortgpu.model.inspect import inspect_model
 
     tell = progress or (lambda message, fraction=None: None)
     config = load_config(request.config)
@@ -358,16 +360,11 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
     data = final.SerializeToString()
     written = False
     if passed or request.force:
-        from ortgpu.atomic import atomic_write_bytes
-
         tell(f"writing {request.output}", 0.9)
         atomic_write_bytes(request.output, data)
         written = True
     config_section = config_written = None
     if written and passed:
-        from ortgpu.fp16.provenance import config_section as section_text
-        from ortgpu.fp16.provenance import sha256_file
-
         folder = Path(request.config_out).parent if request.config_out is not None else Path(request.output).parent
         config_section = section_text(Path(request.output), sha256_file(Path(request.output)), info.sha256, folder)
         if request.config_out is not None:
@@ -411,8 +408,6 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
 
 def _write_config(path: Path, section: str, source: str) -> Path:
     """A new ortgpu.toml holding the [model] section, read back through the one config reader."""
-    from ortgpu.atomic import atomic_write_text
-    from ortgpu.config import load_config
 
     text = f"# written by ortgpu fp16: ortgpu.load({source!r}, config=...) runs the fp16 model\n\n{section}"
     atomic_write_text(path, text)
@@ -463,7 +458,6 @@ def _speed(request: Fp16Request, fp32_path: Path, written: bool, passed: bool, d
         return Speed(request.ep, mode, request.bench_batch, None, None, "not measured: --no-bench")
     if not written:
         return Speed(request.ep, mode, request.bench_batch, None, None, "not measured: nothing was written")
-    from ortgpu.bench import BenchMode, BenchRequest, run_bench
 
     first = dataset.samples[0].inputs
     shapes = {n: tuple(a.shape) for n, a in first.feeds.items()}

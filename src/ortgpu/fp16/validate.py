@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.accuracy.engines import OrtEngine, ReferenceEngine, TensorEngine
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session.options import provider_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -44,8 +46,6 @@ def upcast_nodes(
     import onnx
 
     ort = import_onnxruntime("validating an fp16 model")
-
-    from ortgpu.session.options import provider_chain
 
     names, options = provider_chain(ep, config, ep_options, device_id)
     copy = onnx.ModelProto()

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, EnvironmentUnfitError
+from ortgpu.npz import load_npz
 from ortgpu.untrusted import name_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,8 +161,6 @@ def _pyarrow() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        from ortgpu.errors import EnvironmentUnfitError
-
         raise EnvironmentUnfitError(
             "reading Parquet needs pyarrow, which is not installed", "pip install pyarrow (or 'ortgpu[ray]')"
         ) from None
@@ -201,8 +200,6 @@ class ItemReader:
         return {name: array[item.start : item.stop] for name, array in arrays.items()}
 
     def _npz(self, source: str) -> dict[str, np.ndarray]:
-        from ortgpu.npz import load_npz
-
         try:
             return load_npz(
                 Path(source), what="input file", contents="inputs", error=InferInputError, hint="fix or remove it"

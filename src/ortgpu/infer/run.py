@@ -21,9 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ortgpu.config import ExecutionProvider
+from ortgpu import __version__
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.infer.dataset import Dataset, InferInputError, Item, SourceKind, discover, plan_tasks
 from ortgpu.infer.local import PoolEvents, PoolOutcome, run_local
+from ortgpu.infer.ray_backend import run_ray
 from ortgpu.infer.result import Backend, BadItem, InferResult
 from ortgpu.infer.store import (
     MANIFEST_NAME,
@@ -33,8 +36,11 @@ from ortgpu.infer.store import (
     write_manifest,
 )
 from ortgpu.infer.worker import ItemRecord, WorkerSpec, input_digest
+from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_writable_folder
 from ortgpu.scale.devices import DeviceSpec, plan_slots
+from ortgpu.scale.ray_cluster import connect
+from ortgpu.session import best_available_ep
 
 __all__ = ["InferRequest", "Progress", "run_infer"]
 
@@ -197,10 +203,6 @@ def run_infer(
     workers (tests kill one from ``dispatching``). Raises InferInputError / ModelError / ConfigError (exit 2)
     before anything runs, ProviderUnavailableError or DevicesUnavailableError (exit 3) when the workers cannot
     run here, RayUnavailableError (exit 3) for --ray without Ray or a cluster to reach."""
-    from ortgpu import __version__
-    from ortgpu.config import load_config
-    from ortgpu.model.inspect import inspect_model
-    from ortgpu.session import best_available_ep
 
     started = time.perf_counter()
     tell = progress or (lambda message, fraction=None: None)
@@ -211,8 +213,6 @@ def run_infer(
     cluster = None
     slots: tuple = ()
     if request.ray:
-        from ortgpu.scale.ray_cluster import connect
-
         cluster = connect(request.ray_address)
         ep = request.ep or (ExecutionProvider.CUDA if cluster.gpus else ExecutionProvider.CPU)
     else:
@@ -305,7 +305,6 @@ def run_infer(
         try:
             if tasks and cluster is not None:
                 clock["first"] = time.perf_counter()  # Ray: actor start and session creation count too
-                from ortgpu.infer.ray_backend import run_ray
 
                 outcome = run_ray(spec, tasks, pool_events, cluster, request.workers)
             elif tasks:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.atomic import atomic_write_text
 from ortgpu.infer.dataset import InferInputError, ItemError
+from ortgpu.npz import load_npz
 from ortgpu.output_paths import OutputPathError, write_target
 from ortgpu.untrusted import ByteLimit
 
@@ -120,8 +121,6 @@ def write_once(path: Path, data: bytes, expected: Mapping[str, tuple[int, ...]])
 
 
 def _existing(target: Path, ours: str, expected: Mapping[str, tuple[int, ...]]) -> Written:
-    from ortgpu.npz import load_npz
-
     theirs = sha256_file(target)
     if theirs == ours:
         return Written(ours, existed=True)

@@ -20,6 +20,7 @@ from ortgpu.errors import OrtgpuError
 from ortgpu.infer.dataset import Item, ItemError, ItemReader, SourceKind, Task
 from ortgpu.infer.store import npz_bytes, write_once
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session import load
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -84,8 +85,6 @@ class InferWorker:
 
     def __init__(self, spec: WorkerSpec, name: str) -> None:
         import socket
-
-        from ortgpu.session import load
 
         onnxruntime = import_onnxruntime()
 

@@ -20,11 +20,10 @@ from ortgpu.inspect.result import (
     SymbolicDim,
     TensorReport,
 )
+from ortgpu.model.inspect import ModelInfo, TensorInfo, dim_value, walk_tensors
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.model.inspect import ModelInfo, TensorInfo
 
 __all__ = [
     "GraphNode",
@@ -178,7 +177,6 @@ def initializers(model: onnx.ModelProto, top: int) -> tuple[int, int, tuple[Init
 
 def external_files(path: Path, model: onnx.ModelProto, locations: tuple[str, ...]) -> tuple[ExternalFile, ...]:
     """The external data files (already proven present, whole and inside the folder), with what they hold."""
-    from ortgpu.model.inspect import walk_tensors  # the same walk the safety check used
 
     referenced: dict[str, int] = dict.fromkeys(locations, 0)
     tensors: Counter[str] = Counter()
@@ -214,7 +212,6 @@ def strip_large_tensors(model: onnx.ModelProto) -> int:
 
     Shape inference serialises the model: without the weights a 500 MB model costs what its graph costs.
     """
-    from ortgpu.model.inspect import walk_tensors
 
     dropped = 0
     for tensor in walk_tensors(model.graph):
@@ -241,8 +238,6 @@ def _type_string(type_proto: Any) -> str:
 
 
 def _shape_of(type_proto: Any) -> tuple[int | str | None, ...] | None:
-    from ortgpu.model.inspect import dim_value
-
     if type_proto.WhichOneof("value") != "tensor_type" or not type_proto.tensor_type.HasField("shape"):
         return None
     return tuple(dim_value(d) for d in type_proto.tensor_type.shape.dim)

@@ -13,17 +13,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import Config, ExecutionProvider, Fallback
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
 from ortgpu.inspect.graph import Inference, domain_name, walk
 from ortgpu.inspect.registry import RegistryError, match_node, read_registry
 from ortgpu.inspect.result import KernelCoverage, KernelSource, KernelStatus, NodeOffEp
+from ortgpu.model.inspect import ModelInfo
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session import ProviderUnavailableError, open_session
+from ortgpu.session.providers import missing_from_build_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["kernel_coverage", "ort_schema_keys", "registry_coverage"]
 
@@ -96,8 +98,6 @@ def registry_coverage(
 def _session_coverage(info: ModelInfo, model: onnx.ModelProto, config: Config, device_id: int | None) -> KernelCoverage:
     ort = import_onnxruntime("asking ORT's CUDA EP which nodes it takes")
 
-    from ortgpu.session import open_session
-
     start = time.perf_counter()
     strict = replace(config, fallback=Fallback.NONE)  # a quiet CPU session would answer for the wrong EP
     with open_session(
@@ -159,7 +159,6 @@ def kernel_coverage(
         ort = import_onnxruntime("asking ORT's CUDA EP which nodes it takes")
     except OrtgpuError:
         return KernelCoverage(KernelStatus.NOT_DETERMINED, CUDA, "not determined: onnxruntime is not installed here")
-    from ortgpu.session.providers import missing_from_build_error
 
     version = ort.__version__
     if CUDA not in ort.get_available_providers():
@@ -180,8 +179,6 @@ def kernel_coverage(
             model, inference, CUDA, reason_prefix=f"a CUDA session could not be built ({failure.message}); "
         )
     except RegistryError as exc:
-        from ortgpu.session import ProviderUnavailableError
-
         what = (
             "CUDA EP not available here"
             if isinstance(failure, ProviderUnavailableError)

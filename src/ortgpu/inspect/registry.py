@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session.providers import cause_from_log
 
 __all__ = ["KernelDef", "OpSchema", "Registry", "RegistryError", "main", "match_node", "read_registry"]
 
@@ -105,8 +106,6 @@ def read_registry(provider: str, ops: Iterable[tuple[str, str]], timeout_s: floa
 
 
 def _failure(returncode: int, stderr: str) -> str:
-    from ortgpu.session.providers import cause_from_log
-
     cause = cause_from_log(stderr)
     if returncode < 0:
         try:

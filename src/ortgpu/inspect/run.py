@@ -11,6 +11,7 @@ from ortgpu.config import Config
 from ortgpu.inspect import graph
 from ortgpu.inspect.kernels import kernel_coverage, ort_schema_keys
 from ortgpu.inspect.result import InspectResult, KernelCoverage, KernelStatus
+from ortgpu.model.inspect import load_model
 
 __all__ = ["InspectRequest", "inspect_model_file"]
 
@@ -43,7 +44,6 @@ def inspect_model_file(request: InspectRequest, progress: Progress | None = None
     ONNX checker rejects, or external data that is missing, truncated or outside the model's folder raise
     ModelError (exit 2) before anything else happens.
     """
-    from ortgpu.model.inspect import load_model
 
     report = progress or _silent
     start = time.perf_counter()

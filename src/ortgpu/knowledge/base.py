@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ortgpu.env.matrix import Platform
+from ortgpu.knowledge.matrix import Platform
 from ortgpu.knowledge.prefilter import Prefilter, linearity_problems, prefilter_for
 from ortgpu.knowledge.signals import SignalKind
 

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ortgpu.env.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
+from ortgpu.knowledge.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.paste import Paste, normalise, prepare
 from ortgpu.knowledge.signals import Signal, extract_signals
 from ortgpu.knowledge.text import squeeze

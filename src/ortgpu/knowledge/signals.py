@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ortgpu.env.matrix import library_info
+from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 
 __all__ = ["FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]

@@ -6,19 +6,19 @@ import ast
 import operator
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
 from ortgpu.limits import INPUT_DATA_LIMIT, InputTooLargeError
 from ortgpu.model.culprits import describe_open_dims, find_open_dims
+from ortgpu.model.inspect import ModelInfo, TensorInfo
+from ortgpu.npz import load_npz
 from ortgpu.untrusted import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-
-    from ortgpu.model.inspect import ModelInfo, TensorInfo
 
 __all__ = [
     "DEFAULT_FLOAT_RANGE",
@@ -28,9 +28,7 @@ __all__ = [
     "InputSpec",
     "ResolvedInputs",
     "make_inputs",
-    "parse_dim",
-    "parse_range",
-    "parse_shape",
+    "merge_input_spec",
     "resolve_shapes",
 ]
 
@@ -79,68 +77,6 @@ class ResolvedInputs:
 
 
 # --------------------------------------------------------------------------------------------- flag parsing
-
-
-def _split_assignment(text: str, flag: str, example: str) -> tuple[str, str]:
-    name, sep, value = text.rpartition("=")
-    name = name.strip()
-    if not sep or not name:
-        raise InputError(f"{flag} {quoted(text)}: expected NAME=VALUE", f"e.g. {flag} {example}")
-    return name, value.strip()
-
-
-def _parse_int(text: str, what: str, flag: str, example: str) -> int:
-    import re
-
-    text = text.strip()
-    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
-        raise InputError(f"{flag}: {what} {quoted(text)} is negative", f"e.g. {flag} {example}")
-    if not re.fullmatch(r"\+?[0-9]+", text):  # ASCII digits only: int() would also take "²"-like look-alikes
-        raise InputError(f"{flag}: {what} {quoted(text)} is not a whole number", f"e.g. {flag} {example}")
-    if len(text.lstrip("+0")) > 19 or int(text) > MAX_DIM:
-        raise InputError(
-            f"{flag}: {what} {quoted(text)} is larger than ONNX allows ({MAX_DIM:,})", f"e.g. {flag} {example}"
-        )
-    return int(text)
-
-
-def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``"x=1x3x224x224"`` -> ``("x", (1, 3, 224, 224))``. Commas also separate dims; ``"x="`` or
-    ``"x=scalar"`` is a 0-d input."""
-    example = "image=1x3x224x224"
-    name, value = _split_assignment(text, "--shape", example)
-    if value.lower() in ("", "scalar", "()", "[]"):
-        return name, ()
-    parts = value.strip("[]()").replace(",", "x").replace("X", "x").split("x")
-    return name, tuple(_parse_int(p.strip(), "dim", "--shape", example) for p in parts)
-
-
-def parse_dim(text: str) -> tuple[str, int]:
-    """``"batch=8"`` -> ``("batch", 8)``: a value for a symbolic dim name, wherever it appears."""
-    name, value = _split_assignment(text, "--dim", "batch=8")
-    return name, _parse_int(value, "value", "--dim", "batch=8")
-
-
-def parse_range(text: str) -> tuple[str, tuple[float, float]]:
-    """``"x=-1,1"`` -> ``("x", (-1.0, 1.0))``; LOW <= HIGH, both finite."""
-    import math
-
-    example = "pixel_values=-1,1"
-    name, value = _split_assignment(text, "--range", example)
-    parts = value.split(",")
-    if len(parts) != 2:
-        raise InputError(f"--range {quoted(text)}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
-    try:
-        low, high = float(parts[0]), float(parts[1])
-    except ValueError:
-        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
-    if not (math.isfinite(low) and math.isfinite(high)):
-        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be finite", f"e.g. --range {example}")
-    if low > high:
-        raise InputError(
-            f"--range {text!r}: LOW {low:g} is above HIGH {high:g}", f"e.g. --range {name}={high:g},{low:g}"
-        )
-    return name, (low, high)
 
 
 # --------------------------------------------------------------------------------------------- shapes
@@ -368,8 +304,6 @@ def _expression_names(text: str) -> list[str]:
 
 
 def _load_npz(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
-    from ortgpu.npz import load_npz
-
     hint = "save it with numpy.savez(path, name=array, ...) using the model's input names"
     arrays = load_npz(path, what="inputs file", contents="inputs", error=InputError, hint=hint)
     unknown = sorted(set(arrays) - set(model.input_names))
@@ -649,3 +583,23 @@ def make_inputs(
             ) from None
         sources[info.name] = "generated"
     return ResolvedInputs(feeds=feeds, shapes=shapes, notes=tuple(notes), batch=batch, sources=sources)
+
+
+def merge_input_spec(
+    base: InputSpec,
+    *,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    npz: Path | None = None,
+    seed: int | None = None,
+) -> InputSpec:
+    """The config's [inputs] with command-line values laid over it, name by name (check and bench alike)."""
+    return replace(
+        base,
+        shapes={**base.shapes, **(shapes or {})},
+        dims={**base.dims, **(dims or {})},
+        ranges={**base.ranges, **(ranges or {})},
+        npz=npz if npz is not None else base.npz,
+        seed=seed if seed is not None else base.seed,
+    )

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError
+from ortgpu.limits import MODEL_LIMIT, check_input_file, read_input_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -172,8 +173,6 @@ def load_model(path: str | Path, *, check: bool = True) -> tuple[ModelInfo, onnx
 
 
 def _read_model_bytes(path: Path) -> bytes:
-    from ortgpu.limits import MODEL_LIMIT, check_input_file, read_input_bytes
-
     directory_hint = _MODEL_HINT
     try:
         if path.is_dir():

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.atomic import atomic_write_bytes
+from ortgpu.model.inputs import InputSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import onnx
-
-    from ortgpu.model.inputs import InputSpec
 
 __all__ = [
     "CPU_ONLY_OP",
@@ -426,7 +425,6 @@ class ZooModel:
 
     def spec(self, **overrides: Any) -> InputSpec:
         """The InputSpec that fixes every dim this model leaves open (``--dim`` / ``--shape`` equivalents)."""
-        from ortgpu.model.inputs import InputSpec
 
         values: dict[str, Any] = {"dims": dict(self.dims), "shapes": dict(self.shapes)}
         values.update(overrides)

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortgpu.config import Config, ExecutionProvider, Fallback
+from ortgpu.config import Config, Fallback
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, ExitCode, OrtgpuError
+from ortgpu.model.inputs import InputSpec, make_inputs
+from ortgpu.model.inspect import inspect_model
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session import open_session
+from ortgpu.session.capture import capture_native_stderr
 
 __all__ = ["ExecuteSpec", "Executed", "ProfiledRunError", "execute", "execute_in_child", "main"]
 
@@ -71,11 +76,6 @@ class Executed:
 def execute(spec: ExecuteSpec) -> Executed:
     """Run ``spec`` in this process; ORT errors come out as ortgpu errors (exit 2 / 3 / 1)."""
     ort = import_onnxruntime("profiling a model")
-
-    from ortgpu.model.inputs import make_inputs
-    from ortgpu.model.inspect import inspect_model
-    from ortgpu.session import open_session
-    from ortgpu.session.capture import capture_native_stderr
 
     info = inspect_model(spec.model)
     inputs = make_inputs(info, spec.inputs)
@@ -152,8 +152,6 @@ def _spec_to_json(spec: ExecuteSpec) -> dict[str, Any]:
 
 
 def _spec_from_json(doc: Mapping[str, Any]) -> ExecuteSpec:
-    from ortgpu.model.inputs import InputSpec
-
     raw = doc["config"]
     config = Config(
         session=dict(raw["session"]),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ortgpu.atomic import atomic_write_text
 from ortgpu.profile.result import ProfileResult, ProfileRun
 from ortgpu.report.html import STYLE, Figure, escape, png
 
@@ -261,6 +262,5 @@ onnxruntime {escape(result.ort_version)}, profiled in {result.elapsed_s:.1f} s</
 
 def write_report(result: ProfileResult, path: str | Path) -> Path:
     """Write the report atomically; returns the path."""
-    from ortgpu.atomic import atomic_write_text
 
     return atomic_write_text(path, render_html(result))

@@ -10,14 +10,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import Config, ExecutionProvider, GraphOptimizationLevel
+from ortgpu.atomic import atomic_write_bytes
+from ortgpu.config import Config, GraphOptimizationLevel
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
+from ortgpu.model.inputs import InputSpec
+from ortgpu.model.inspect import load_model
 from ortgpu.output_paths import OutputPathError, check_outputs
 from ortgpu.placement import MEMCPY_OP_TYPES, PlacementReport, parse_verbose_log
 from ortgpu.profile import fusion as fusion_mod
 from ortgpu.profile import trace as trace_mod
 from ortgpu.profile.execute import Executed, ExecuteSpec, execute, execute_in_child
 from ortgpu.profile.hints import REASONS, HintInputs, make_hints
+from ortgpu.profile.report import write_report
 from ortgpu.profile.result import (
     CompareRow,
     CpuNodeTime,
@@ -29,11 +34,10 @@ from ortgpu.profile.result import (
     ProfileRun,
 )
 from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session import best_available_ep
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.model.inputs import InputSpec
 
 __all__ = ["OutputPathError", "ProfileRequest", "compare_runs", "run_profile"]
 
@@ -85,8 +89,6 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
     BadInputError subclasses (exit 2) before anything runs; an EP that cannot be active raises
     ProviderUnavailableError (exit 3).
     """
-    from ortgpu.model.inspect import load_model
-    from ortgpu.session import best_available_ep
 
     report = progress or _silent
     start = time.perf_counter()
@@ -128,8 +130,6 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
         elapsed_s=time.perf_counter() - start,
     )
     if request.report is not None:
-        from ortgpu.profile.report import write_report
-
         report("writing the report", 0.95)
         result = replace(result, report=request.report)
         write_report(result, request.report)
@@ -203,7 +203,6 @@ def _profile_one(
 
 def _keep_trace(source: Path, target: Path | None) -> Path:
     """Move ORT's trace out of the work folder: to ``target`` (atomically), or to a new temporary folder."""
-    from ortgpu.atomic import atomic_write_bytes
 
     if target is None:
         folder = Path(tempfile.mkdtemp(prefix="ortgpu-trace-"))

@@ -12,8 +12,14 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import Config, ExecutionProvider
+from ortgpu.accuracy.nonfinite import scan_outputs
+from ortgpu.check.parity import ParityStatus, Precision, compare_output
+from ortgpu.config import Config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
+from ortgpu.model.inspect import inspect_model
+from ortgpu.session import open_session
+from ortgpu.session.failures import ModelNotSupportedError, ProviderUnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -52,9 +58,6 @@ class Condition(ABC):
     def _session(self, model: onnx.ModelProto, folder: Path, ep: ExecutionProvider) -> Any:
         import onnx
 
-        from ortgpu.model.inspect import inspect_model
-        from ortgpu.session import open_session
-
         path = folder / "candidate.onnx"
         onnx.save_model(model, str(path))
         info = inspect_model(path, check=False)
@@ -82,8 +85,6 @@ class NonFiniteCondition(Condition):
     kind = ConditionKind.NONFINITE
 
     def _check(self, model: onnx.ModelProto, feeds: Mapping[str, Any]) -> Outcome:
-        from ortgpu.accuracy.nonfinite import scan_outputs
-
         found = scan_outputs(self._outputs(model, feeds, self.ep))
         if not found:
             return Outcome(False, "every output is finite")
@@ -98,8 +99,6 @@ class CheckCondition(Condition):
         self.rtol, self.atol_scale = rtol, atol_scale
 
     def _check(self, model: onnx.ModelProto, feeds: Mapping[str, Any]) -> Outcome:
-        from ortgpu.check.parity import ParityStatus, Precision, compare_output
-
         got = self._outputs(model, feeds, self.ep)
         want = self._outputs(model, feeds, ExecutionProvider.CPU)
         bad = []
@@ -129,8 +128,6 @@ class RefuseCondition(Condition):
         return False
 
     def _check(self, model: onnx.ModelProto, feeds: Mapping[str, Any]) -> Outcome:
-        from ortgpu.session.failures import ModelNotSupportedError, ProviderUnavailableError
-
         try:
             with (
                 tempfile.TemporaryDirectory(prefix="ortgpu-reduce-") as folder,

@@ -9,15 +9,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.dataset import load_dataset
+from ortgpu.accuracy.engines import OrtEngine
 from ortgpu.accuracy.graph import TensorSlot, intermediate_tensors, load_model, name_unnamed_nodes, topological_order
-from ortgpu.config import ExecutionProvider
+from ortgpu.atomic import atomic_write, atomic_write_bytes
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError
+from ortgpu.model.inputs import InputSpec
+from ortgpu.model.inspect import inspect_model
+from ortgpu.output_paths import check_outputs
 from ortgpu.reduce.conditions import Condition, ConditionKind, Outcome, condition_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-
-    from ortgpu.model.inputs import InputSpec
 
 __all__ = ["ReduceError", "ReduceRequest", "ReduceResult", "Step", "run_reduce"]
 
@@ -145,10 +150,6 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
     show gives a result with ``reproduced`` False and nothing written."""
     import numpy as np
 
-    from ortgpu.accuracy.dataset import load_dataset
-    from ortgpu.config import load_config
-    from ortgpu.model.inspect import inspect_model
-
     tell = progress or (lambda message, fraction=None: None)
     out = Path(request.output)
     if out.suffix != ".onnx":
@@ -161,7 +162,6 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
             "give --ep cuda (or tensorrt), or use --condition nan / refuse",
         )
     config = load_config(request.config)
-    from ortgpu.output_paths import check_outputs
 
     npz = request.inputs.npz if request.inputs is not None else None
     check_outputs(
@@ -260,8 +260,6 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
             f"{len(skipped)} tensors have no known type and cannot be cut at: " + ", ".join(s.name for s in skipped[:5])
         )
 
-    from ortgpu.atomic import atomic_write, atomic_write_bytes
-
     tell(f"writing {out}", 0.95)
     if reduced is None:
         raise ReduceError("the reduced model could not be extracted", "report this model")
@@ -315,8 +313,6 @@ def _reference_values(
     CPU EP's for a check (so a subgraph fails on its own, not on what came in). None needed for a refusal."""
     if not condition.needs_data:
         return {}
-    from ortgpu.accuracy.engines import OrtEngine
-    from ortgpu.config import load_config
 
     ep = request.ep if request.condition is ConditionKind.NONFINITE else ExecutionProvider.CPU
     tell(f"reference values of every tensor on {ep.value}", 0.1)

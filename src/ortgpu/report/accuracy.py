@@ -6,17 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ortgpu.accuracy.layerwise import LayerwiseReport
+from ortgpu.accuracy.metrics import ErrorHistogram
+from ortgpu.accuracy.nonfinite import NonFinite
+from ortgpu.atomic import atomic_write_text
+from ortgpu.check.parity import OutputParity
+from ortgpu.check.result import CheckResult
+from ortgpu.compare.result import CompareResult
 from ortgpu.report.html import _STYLE, Figure, _e, _png
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.accuracy.layerwise import LayerwiseReport
-    from ortgpu.accuracy.metrics import ErrorHistogram
-    from ortgpu.accuracy.nonfinite import NonFinite
-    from ortgpu.check.parity import OutputParity
-    from ortgpu.check.result import CheckResult
-    from ortgpu.compare.result import CompareResult
 
 __all__ = [
     "histogram_figure",
@@ -169,7 +168,6 @@ def render_check_html(result: CheckResult) -> str:
 
 def write_check_report(result: CheckResult, path: str | Path) -> Path:
     """Write the check report atomically; returns the path."""
-    from ortgpu.atomic import atomic_write_text
 
     return atomic_write_text(path, render_check_html(result))
 
@@ -242,6 +240,5 @@ def render_compare_html(result: CompareResult) -> str:
 
 def write_compare_report(result: CompareResult, path: str | Path) -> Path:
     """Write the compare report atomically; returns the path."""
-    from ortgpu.atomic import atomic_write_text
 
     return atomic_write_text(path, render_compare_html(result))

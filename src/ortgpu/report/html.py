@@ -7,10 +7,10 @@ import html
 import io
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ortgpu.bench.result import BenchCase, BenchResult
+from ortgpu.atomic import atomic_write_text
+from ortgpu.bench.result import BenchCase, BenchResult
 
 __all__ = ["STYLE", "Figure", "escape", "figures", "png", "render_html", "write_report"]
 
@@ -459,7 +459,6 @@ def write_report(
     result: BenchResult, path: str | Path, title: str | None = None, sections: Sequence[tuple[str, str]] = ()
 ) -> Path:
     """Write the report atomically; returns the path."""
-    from ortgpu.atomic import atomic_write_text
 
     return atomic_write_text(path, render_html(result, title, sections))
 

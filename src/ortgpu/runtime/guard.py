@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.host import nvml
 
 __all__ = ["InstallAdvice", "OrtImportError", "OrtNotInstalledError", "import_onnxruntime", "install_advice"]
 
@@ -55,9 +56,7 @@ class InstallAdvice:
 def install_advice(driver: Any = None) -> InstallAdvice:
     """The extra to install here: `gpu` when NVML sees an NVIDIA GPU, else `cpu`. ``driver``: a DriverInfo (tests)."""
     if driver is None:
-        from ortgpu.env.nvml import query_driver
-
-        driver = query_driver()
+        driver = nvml.query_driver()
     if driver.present and driver.gpus:
         names = ", ".join(sorted({g.name for g in driver.gpus}))
         count = len(driver.gpus)

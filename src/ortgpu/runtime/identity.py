@@ -7,7 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortgpu.env.distributions import find_distributions
+from ortgpu import __version__
+from ortgpu.host.distributions import find_distributions
 
 __all__ = ["OrtIdentity", "VersionInfo", "version_info"]
 
@@ -48,7 +49,6 @@ class VersionInfo:
 
 def version_info(sys_path: list[str] | None = None) -> VersionInfo:
     """Name ortgpu, Python and the ORT distribution whose files `import onnxruntime` would run, without importing it."""
-    from ortgpu import __version__
 
     report = find_distributions(sys_path)
     loaded = report.loaded_distribution

@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortgpu.host.distributions import read_package_info
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.versions import version_tuple
+
 __all__ = [
     "PreloadCall",
     "PreloadOutcome",
@@ -151,8 +155,6 @@ _lock = threading.Lock()
 
 def plan_for(ort: Any) -> PreloadPlan:
     """The plan for an imported onnxruntime module: its folder, its build's CUDA major, this sys.path."""
-    from ortgpu.env.distributions import read_package_info
-    from ortgpu.env.platform_probe import version_tuple
 
     module_dir = Path(ort.__file__).parent
     info = read_package_info(module_dir)
@@ -162,8 +164,6 @@ def plan_for(ort: Any) -> PreloadPlan:
 
 @functools.cache
 def _preload_once() -> PreloadOutcome:
-    from ortgpu.runtime.guard import import_onnxruntime
-
     ort = import_onnxruntime()
     return run_preload(ort, plan_for(ort))
 

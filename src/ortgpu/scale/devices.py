@@ -13,8 +13,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ortgpu.env.nvml import DriverInfo, GpuInfo, map_visible_devices
 from ortgpu.errors import BadInputError, EnvironmentUnfitError
+from ortgpu.host import nvml
+from ortgpu.host.nvml import DriverInfo, GpuInfo, map_visible_devices
 
 __all__ = [
     "MAX_WORKERS",
@@ -141,9 +142,7 @@ def plan_slots(
             f"use --devices cpu:{max(len(spec.ids), 1)} for that many CPU worker processes, or --ep cuda on a GPU",
         )
     if driver is None:
-        from ortgpu.env.nvml import query_driver
-
-        driver = query_driver(environ=environ)
+        driver = nvml.query_driver(environ=environ)
     if not driver.present or not driver.gpus:
         reason = driver.error or "NVML lists no GPU"
         raise DevicesUnavailableError(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from ortgpu.config import ConfigError, ExecutionProvider
+from ortgpu.config import ConfigError
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, OrtgpuError
+from ortgpu.model.inputs import InputError
 from ortgpu.runtime.guard import import_onnxruntime
 
 __all__ = [
@@ -116,8 +118,6 @@ def translate_ort_error(exc: BaseException, phase: Phase, ep: ExecutionProvider,
         message,
         re.IGNORECASE,
     ):
-        from ortgpu.model.inputs import InputError
-
         return InputError(
             f"onnxruntime refused the inputs: {message}", "match the model's input names, shapes and types"
         )

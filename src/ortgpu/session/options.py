@@ -5,14 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import (
-    Config,
-    ConfigError,
-    ExecutionMode,
-    ExecutionProvider,
-    GraphOptimizationLevel,
-    validate_ep_options,
-)
+from ortgpu.config import Config, ConfigError, ExecutionMode, GraphOptimizationLevel, validate_ep_options
+from ortgpu.ep import ExecutionProvider
 from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,10 +7,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
+from ortgpu.host import nvml
+from ortgpu.host.distributions import DistributionFlavour, find_distributions
+from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
 from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.runtime.preload import ensure_preloaded, plan_for
-from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
+from ortgpu.session.capture import capture_native_stderr
+from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message, ort_exception_types
 
 __all__ = [
     "ProviderProbe",
@@ -42,8 +46,6 @@ def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
     """``ep`` is not even compiled into the onnxruntime that Python imports: name the distribution and the fix."""
     ort = import_onnxruntime()
 
-    from ortgpu.env.distributions import Flavour, find_distributions
-
     available = ", ".join(ort.get_available_providers())
     report = find_distributions()
     loaded = report.loaded_distribution
@@ -54,7 +56,7 @@ def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
             f"{names} are installed together and the files Python loads have no {ep.ort_name} (available: {available})",
             "pip uninstall -y " + " ".join(d.name for d in report.distributions) + " && pip install onnxruntime-gpu",
         )
-    if loaded is None or loaded.flavour is Flavour.CPU:
+    if loaded is None or loaded.flavour is DistributionFlavour.CPU:
         return ProviderUnavailableError(
             f"onnxruntime here is the CPU-only build ({label}): it has no {ep.ort_name} (available: {available})",
             _GPU_INSTALL_HINT,
@@ -100,9 +102,7 @@ def _hint_for(cause: str) -> str:
 
 
 def _driver_cause() -> str | None:
-    from ortgpu.env.nvml import query_driver
-
-    driver = query_driver()
+    driver = nvml.query_driver()
     if not driver.present:
         return f"no NVIDIA driver answers ({driver.error})"
     if not driver.gpus:
@@ -121,8 +121,6 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
     if not sys.platform.startswith("linux"):
         return None
     ort = import_onnxruntime()
-
-    from ortgpu.env.load_attempt import LoadOutcome, attempt_load, provider_libraries
 
     capi = Path(ort.__file__).parent / "capi"
     libraries = provider_libraries(capi, "tensorrt" if ep is ExecutionProvider.TENSORRT else "cuda")
@@ -172,8 +170,6 @@ def probe_provider(ep: ExecutionProvider, device_id: int = 0) -> ProviderProbe:
         return ProviderProbe(ep, False, str(missing_from_build_error(ep)))
     if ep.is_gpu:
         ensure_preloaded()  # as open_session does: the probe must see the libraries a real session would
-    from ortgpu.session.capture import capture_native_stderr
-    from ortgpu.session.failures import ort_exception_types
 
     graph = helper.make_graph(
         [helper.make_node("Identity", ["x"], ["y"])],

@@ -11,10 +11,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
+from ortgpu.config import Config, ConfigError, Fallback, load_config
+from ortgpu.ep import ExecutionProvider
+from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.model.inputs import InputError, InputSpec, make_inputs
+from ortgpu.model.inspect import ModelError, ModelInfo, inspect_model
 from ortgpu.placement import PlacementReport, parse_verbose_log
 from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.runtime.preload import ensure_preloaded
+from ortgpu.session.capture import capture_native_stderr
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -22,13 +27,17 @@ from ortgpu.session.failures import (
     translate_ort_error,
 )
 from ortgpu.session.options import VERBOSE, build_session_options, device_of, provider_chain, run_options
+from ortgpu.session.providers import (
+    best_available_ep,
+    cause_from_log,
+    inactive_provider_error,
+    missing_from_build_error,
+)
+from ortgpu.settings import INT_CEILING
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import onnxruntime
-
-    from ortgpu.model.inputs import InputSpec
-    from ortgpu.model.inspect import ModelInfo
 
 __all__ = ["LOAD_OVERRIDES", "VerifiedSession", "load", "open_session"]
 
@@ -111,8 +120,6 @@ class VerifiedSession:
             raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
-        from ortgpu.model.inputs import InputError
-
         if not isinstance(feeds, Mapping):
             raise InputError(
                 f"feeds must be a mapping of input name -> array, got {type(feeds).__name__}",
@@ -133,7 +140,6 @@ class VerifiedSession:
 
     def warm_up(self, spec: InputSpec, runs: int = 2) -> None:
         """Run ``runs`` times on inputs made from ``spec`` (first runs pay for kernel choice and allocation)."""
-        from ortgpu.model.inputs import make_inputs
 
         inputs = make_inputs(self.model, spec)
         times = []
@@ -186,8 +192,6 @@ def _create(
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
     ort = import_onnxruntime()
 
-    from ortgpu.session.capture import capture_native_stderr
-
     logid = f"ortgpu-{uuid.uuid4().hex[:12]}"
     severity = VERBOSE if collect_placement else int(config.session["log_severity_level"])
     session_options = build_session_options(config, log_severity=severity, logid=logid)
@@ -225,8 +229,6 @@ def _create(
     if failure is not None:
         error = translate_ort_error(failure, Phase.CREATE, ep, ort.__version__)
         if isinstance(error, ProviderUnavailableError):
-            from ortgpu.session.providers import cause_from_log
-
             cause = cause_from_log(text)
             if cause:
                 error = ProviderUnavailableError(f"{error.message} ({cause})", error.hint)
@@ -256,8 +258,6 @@ def open_session(
     on, written there (see :meth:`VerifiedSession.end_profiling`); ``optimized_model_path`` makes ORT save the graph
     it optimised (weights in a ``.data`` file beside it).
     """
-    from ortgpu.model.inspect import inspect_model
-    from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
 
     _check_session_arguments(model_path, ep, config, device_id, provider_options)
     config = config or Config()
@@ -319,8 +319,6 @@ def _check_session_arguments(
     model_path: object, ep: object, config: object, device_id: object, provider_options: object
 ) -> None:
     """Argument types of :func:`open_session` and :func:`load`, said as ortgpu errors (exit 2), not TypeError."""
-    from ortgpu.config import INT_CEILING
-    from ortgpu.model.inspect import ModelError
 
     if not isinstance(model_path, (str, os.PathLike)) or isinstance(model_path, bytes):
         raise ModelError(
@@ -388,14 +386,11 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
     if not isinstance(collect, bool):
         raise ConfigError(f"collect_placement={collect!r} is not True or False", "e.g. collect_placement=False")
     inputs = overrides.get("inputs")
-    if inputs is not None:
-        from ortgpu.model.inputs import InputError, InputSpec
-
-        if not isinstance(inputs, InputSpec):
-            raise InputError(
-                f"inputs must be an ortgpu InputSpec, got {type(inputs).__name__}",
-                "e.g. inputs=InputSpec(shapes={'x': (1, 3, 224, 224)})",
-            )
+    if inputs is not None and not isinstance(inputs, InputSpec):
+        raise InputError(
+            f"inputs must be an ortgpu InputSpec, got {type(inputs).__name__}",
+            "e.g. inputs=InputSpec(shapes={'x': (1, 3, 224, 224)})",
+        )
     _check_session_arguments(
         model, overrides.get("ep"), None, overrides.get("device_id"), overrides.get("provider_options")
     )
@@ -421,8 +416,6 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
         )
         session.warm_up(inputs or config.inputs, runs)
     except MemoryError:
-        from ortgpu.errors import EnvironmentUnfitError
-
         raise EnvironmentUnfitError(
             f"not enough memory to open and warm up {Path(model).name}", "free memory, or warm up on smaller inputs"
         ) from None

@@ -18,11 +18,16 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from ortgpu.bench.clocks import ClockWatch
+from ortgpu.bench.environment import nvml_index_for
 from ortgpu.bench.modes import BenchMode, OutputSpec, device_for, mode_class
 from ortgpu.bench.stats import compute_stats
 from ortgpu.check.parity import ParityStatus, Precision, compare_output
-from ortgpu.config import Config, ExecutionProvider, validate_ep_options
+from ortgpu.config import Config, validate_ep_options
+from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import OrtgpuError
+from ortgpu.host import nvml
+from ortgpu.host.nvml import device_memory_used_bytes
+from ortgpu.session import open_session
 
 __all__ = ["main", "objective_value"]
 
@@ -43,11 +48,8 @@ class _MemoryPeak:
     """Peak device memory in use (NVML, device-wide) while the trial runs, sampled every 20 ms."""
 
     def __init__(self, device_id: int) -> None:
-        from ortgpu.bench.environment import nvml_index_for
-        from ortgpu.env.nvml import device_memory_used_bytes, query_driver
-
         self.read = device_memory_used_bytes
-        self.index = nvml_index_for(device_id, query_driver().gpus)
+        self.index = nvml_index_for(device_id, nvml.query_driver().gpus)
         self.before = self.read(self.index) if self.index is not None else None
         self.peak = self.before
         self.stop = threading.Event()
@@ -123,7 +125,6 @@ def _load_npz(path: str) -> dict[str, Any]:
 
 def run_trial(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None], ask: Callable[[], str]) -> None:
     """Everything one trial does; ``emit`` sends a protocol line, ``ask`` reads the parent's go/stop."""
-    from ortgpu.session import open_session
 
     ep = ExecutionProvider(spec["ep"])
     mode = BenchMode(spec["mode"])

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ortgpu.config import ExecutionProvider, load_config
+from ortgpu.atomic import atomic_write_text
+from ortgpu.config import load_config
+from ortgpu.ep import ExecutionProvider
 from ortgpu.tune.space import LEVERS
 
 __all__ = ["MARKER", "config_text", "write_config"]
@@ -64,7 +66,6 @@ def config_text(
 
 def write_config(path: Path, text: str) -> Path:
     """Write atomically, then read it back through the one config reader (what load/check/bench will do)."""
-    from ortgpu.atomic import atomic_write_text
 
     atomic_write_text(path, text)
     load_config(path)  # a config tune writes and ortgpu cannot read is a bug: fail here, loudly

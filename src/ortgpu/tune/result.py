@@ -7,7 +7,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 __all__ = ["Objective", "TrialRecord", "TrialStatus", "TuneResult", "WrittenFile"]
 

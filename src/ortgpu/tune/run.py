@@ -11,10 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortgpu.config import ExecutionProvider, parse_bytes
-from ortgpu.errors import BadInputError
+from ortgpu.atomic import atomic_write
+from ortgpu.check.parity import Precision
+from ortgpu.config import Config, parse_bytes
+from ortgpu.ep import ExecutionProvider
+from ortgpu.errors import BadInputError, EnvironmentUnfitError
+from ortgpu.model.free_dims import fixed_dims_for, input_dim_labels
+from ortgpu.model.inputs import InputSpec, make_inputs
+from ortgpu.model.inspect import inspect_model
+from ortgpu.session import ProviderUnavailableError, best_available_ep, open_session, probe_provider
+from ortgpu.tune.output import MARKER, config_text, write_config
 from ortgpu.tune.result import Objective, TrialRecord, TrialStatus, TuneResult, WrittenFile
 from ortgpu.tune.space import (
+    LEVERS,
     SpaceContext,
     combinations,
     defaults_for,
@@ -118,8 +127,6 @@ def parse_memory_budget(text: str) -> int:
 
 
 def _ours(path: Path) -> bool:
-    from ortgpu.tune.output import MARKER
-
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             return handle.readline().startswith(MARKER)
@@ -148,16 +155,12 @@ class _Prepared:
 
 
 def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
-    from ortgpu.session import best_available_ep, probe_provider
-
     if request.ep is None:
         return best_available_ep()[0]
     if request.ep is ExecutionProvider.CPU:
         return request.ep
     probe = probe_provider(request.ep, request.device_id)
     if not probe.active:
-        from ortgpu.session import ProviderUnavailableError
-
         raise ProviderUnavailableError(
             f"the {request.ep.value} execution provider cannot run here: {probe.cause}",
             "run `ortgpu doctor`, or tune on another EP (--ep cpu)",
@@ -167,12 +170,6 @@ def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
 
 def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
     import numpy as np
-
-    from ortgpu.atomic import atomic_write
-    from ortgpu.config import Config
-    from ortgpu.model.free_dims import input_dim_labels
-    from ortgpu.model.inputs import InputSpec, make_inputs
-    from ortgpu.session import open_session
 
     ep = _resolve_ep(request)
     open_leading = any(i.rank and not isinstance(i.shape[0], int) for i in model.inputs)
@@ -234,8 +231,6 @@ def _priors(ctx: SpaceContext) -> list[dict[str, Any]]:
 
 
 def _base_precision(ep: ExecutionProvider, params: Mapping[str, Any]) -> str:
-    from ortgpu.check.parity import Precision
-
     if params.get("precision") == "fp16" or params.get("trt_fp16_enable"):
         return Precision.FP16.value
     if ep is ExecutionProvider.CPU:
@@ -253,9 +248,6 @@ def _spec(
     batches: tuple[int, ...],
     check_placement: bool,
 ) -> dict[str, Any]:
-    from ortgpu.model.free_dims import fixed_dims_for
-    from ortgpu.tune.space import LEVERS
-
     levers = {lever.name: lever for lever in LEVERS}
     session = {k: v for k, v in params.items() if k in levers and levers[k].where == "session"}
     ep_options = {k: v for k, v in params.items() if k in levers and levers[k].where == "ep"}
@@ -362,7 +354,6 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResu
     finished, and the config is written from the best of them.
     """
     optuna = _import_optuna()
-    from ortgpu.model.inspect import inspect_model
 
     tell = progress or _silent
     started = time.perf_counter()
@@ -572,8 +563,6 @@ def _import_optuna() -> Any:
     try:
         import optuna
     except ImportError:
-        from ortgpu.errors import EnvironmentUnfitError
-
         raise EnvironmentUnfitError(
             "ortgpu tune needs Optuna, which is not installed", "pip install 'ortgpu[tune]' (optuna, sympy)"
         ) from None
@@ -593,9 +582,6 @@ def _write_outputs(
     variants: Mapping[str, Variant],
     speedup: float | None,
 ) -> tuple[Path, tuple[WrittenFile, ...]]:
-    from ortgpu.model.free_dims import fixed_dims_for
-    from ortgpu.tune.output import config_text, write_config
-
     params = best.params
     batch = int(params["batch"]) if "batch" in params else prep.batches[0]
     variant = variants.get(variant_key(params)) or prepare_variant(

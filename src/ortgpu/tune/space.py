@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortgpu.config import ExecutionProvider
+from ortgpu.ep import ExecutionProvider
 
 __all__ = [
     "DEFAULTS",

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ortgpu
+
 __all__ = ["CHILD_COMMAND", "Outcome", "TrialLimits", "run_child"]
 
 CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "ortgpu.tune.child")
@@ -56,7 +58,6 @@ def _rss_bytes(pid: int) -> int | None:
 
 def _child_env() -> dict[str, str]:
     """The parent's environment, with ortgpu's own folder on PYTHONPATH so the child imports the same code."""
-    import ortgpu
 
     env = dict(os.environ)
     root = str(Path(ortgpu.__file__).resolve().parent.parent)

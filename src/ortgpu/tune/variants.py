@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ortgpu.atomic import atomic_write
 from ortgpu.errors import OrtgpuError
 from ortgpu.fp16.convert import convert_to_fp16
 from ortgpu.runtime.guard import import_onnxruntime
@@ -131,8 +132,6 @@ def fuse_transformer(source: Path, target: Path, use_gpu: bool) -> dict[str, int
 
 def _save(model: Any, target: Path) -> None:
     import onnx
-
-    from ortgpu.atomic import atomic_write
 
     domains = {node.domain for node in model.graph.node if node.domain not in ("", "ai.onnx")}
     declared = {o.domain for o in model.opset_import}
