@@ -473,7 +473,9 @@ def test_gpu_machine_is_ready_and_names_the_mapped_files() -> None:
     assert report.ready, report.verdict
     assert report.verdict.startswith("GPU ready: CUDA EP will load on GPU 0 (") and name in report.verdict
     components = {m.component for m in report.mapped}
-    assert {"CUDA runtime", "cuBLAS", "cuDNN"} <= components, report.mapped
+    assert "CUDA runtime" in components, report.mapped
+    if report.load_attempt is not None and report.load_attempt.conv:  # cuDNN is only loaded by the Conv session
+        assert "cuDNN" in components, report.mapped
     assert all(m.path.is_file() for m in report.mapped)
 
 

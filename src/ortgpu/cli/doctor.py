@@ -41,8 +41,16 @@ __all__ = ["command", "render_doctor"]
 @click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
 @click.option("--ray", "use_ray", is_flag=True, help="Run the doctor on every node of a Ray cluster: one table.")
 @click.option("--ray-address", metavar="HOST:PORT", help="The Ray cluster (implies --ray).")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the child process that loads the CUDA provider and runs a session (the slow part on a GPU machine); "
+    "the report says what is then not verified.",
+)
 @json_option
-def command(package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, as_json: bool) -> int:
+def command(
+    package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, quick: bool, as_json: bool
+) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
@@ -66,7 +74,7 @@ def command(package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_addre
             emit("doctor.package", package_report, as_json, render_package)
             return int(package_report.exit_code)
 
-        report = machine.diagnose(progress=progress)  # looked up here: tests replace it
+        report = machine.diagnose(progress=progress, quick=quick)  # looked up here: tests replace it
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 
