@@ -202,7 +202,7 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
         report("provider libraries and what they need", 0.4)
         providers = timed("provider libraries", _provider_libraries, dists, loader_env) if linux else ()
         cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
-        early, early_key = None, None
+        early, early_key, early_providers = None, None, None
         if cuda_lib is not None and not quick:
             # the child starts now. What it does follows from the distribution's metadata (no onnxruntime import):
             # the preload_dlls() plan, and whether cuDNN is in question (then a Conv session, else one Add)
@@ -218,7 +218,12 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
             )
         ort = timed.wait("onnxruntime import", ort_future)
         requirements = _requirements(dists, ort, cuda_lib)
-        if cuda_lib and loader_env:
+        if early_providers is not None and _lazy_libraries(_requirements(dists, ort, cuda_lib)) == _lazy_libraries(
+            _requirements(dists, None, cuda_lib)
+        ):
+            providers = early_providers  # onnxruntime's own version changed nothing: the same lazy libraries
+            cuda_lib = next(p for p in providers if p.provider == "cuda")
+        elif cuda_lib and loader_env:
             providers = timed("lazy libraries", _resolved_lazy, providers, dists, ort, loader_env)
             cuda_lib = next(p for p in providers if p.provider == "cuda")
 
