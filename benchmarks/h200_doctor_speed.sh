@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How long `ortgpu doctor` takes on the lent H200, end to end as a user runs it (a fresh `python3 -m ortgpu doctor
-# --json` each time): 5 cold runs (the page cache dropped before each, when this machine lets us), 5 warm runs, and
-# 5 warm runs with --quick. Target: under 2 s warm. Run from the project root on the device, carrying .carry and
+# --json` each time): 4 cold runs (the page cache dropped before each, when this machine lets us), 4 warm runs, and
+# 4 warm runs with --quick. Target: under 2 s warm. Run from the project root on the device, carrying .carry and
 # .whl as for h200_all.sh (the onnxruntime-gpu 1.31.1 pack and the pure-Python wheels):
 #   bash benchmarks/h200_doctor_speed.sh OUTDIR          # about 1-2 minutes
 # Without .carry it uses the onnxruntime already importable (a dry run on any machine, GPU or not) and leaves the
