@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # How long `ortgpu doctor` takes on the lent H200, end to end as a user runs it (a fresh `python3 -m ortgpu doctor
-# --json` each time): 5 cold runs (the page cache dropped before each, when this machine lets us), 5 warm runs, and
-# 5 warm runs with --quick. Target: under 2 s warm. Run from the project root on the device, carrying .carry and
+# --json` each time): 4 cold runs (the page cache dropped before each, when this machine lets us), 4 warm runs, and
+# 4 warm runs with --quick. Target: under 2 s warm. Run from the project root on the device, carrying .carry and
 # .whl as for h200_all.sh (the onnxruntime-gpu 1.31.1 pack and the pure-Python wheels):
 #   bash benchmarks/h200_doctor_speed.sh OUTDIR          # about 1-2 minutes
 # Without .carry it uses the onnxruntime already importable (a dry run on any machine, GPU or not) and leaves the
 # page cache alone (DROP_CACHES=1 forces the drop; it needs root and affects the whole machine).
 # Writes OUTDIR/doctor-speed.json (every run: wall time, the doctor's own duration, verdict, which session model
 # the child ran and how long it took) and OUTDIR/doctor-speed.md (the table, the exact command, GPU, driver,
-# ORT / CUDA / cuDNN versions).
+# ORT / CUDA / cuDNN versions, the per-probe timings of one warm run), OUTDIR/doctor-timings.json (that run's
+# `timings`) and OUTDIR/doctor-cprofile.txt (cProfile of one warm run, top 25 by cumulative time).
 set -u
 out=${1:?usage: h200_doctor_speed.sh OUTDIR}
 mkdir -p "$out"
@@ -26,7 +27,7 @@ import json, os, platform, statistics, subprocess, sys, time
 from pathlib import Path
 
 out = Path(os.environ["OUT"])
-RUNS = 5
+RUNS = 4  # x3 kinds + 2 more: about 15 doctor runs, well under 80 s even at 4 s each
 
 
 def drop_caches() -> bool:
@@ -52,6 +53,7 @@ def one(extra: list[str]) -> dict:
         return row
     load = next((c for c in result["checks"] if c["id"] == "load.attempt"), {})
     row.update(
+        timings=result.get("timings", {}),
         doctor_s=round(result["duration_s"], 3),
         verdict=result["verdict"],
         load_status=load.get("status"),
@@ -82,6 +84,18 @@ def sh(command: list[str]) -> str:
 last = json.loads(subprocess.run([sys.executable, "-m", "ortgpu", "doctor", "--json"], capture_output=True,
                                  text=True).stdout or "{}").get("result", {})
 mapped = [m.get("path") for m in last.get("mapped", [])]
+timings = last.get("timings", {})
+(out / "doctor-timings.json").write_text(json.dumps(timings, indent=1) + "\n")
+prof = out / "doctor.prof"
+subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "ortgpu", "doctor", "--json"],
+               capture_output=True, text=True)
+try:
+    import io, pstats
+    text = io.StringIO()
+    pstats.Stats(str(prof), stream=text).sort_stats("cumulative").print_stats(25)
+    (out / "doctor-cprofile.txt").write_text(text.getvalue())
+except (OSError, ValueError, TypeError) as exc:
+    (out / "doctor-cprofile.txt").write_text(f"no profile: {exc}\n")
 doc = {
     "command": "bash benchmarks/h200_doctor_speed.sh OUTDIR",
     "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -119,6 +133,9 @@ for name, rows in runs.items():
     load = f"{last_row.get('load_status')}: {last_row.get('load_mode')} ({last_row.get('load_s')} s)"
     lines.append(f"| {name} x{len(rows)} | {s['median_wall_s']} s | {s['max_wall_s']} s | {s['median_doctor_s']} s "
                  f"| {load} |")
+lines += ["", "Per-probe timings of one warm run (seconds each probe took where it ran; they overlap):", "",
+          "| probe | s |", "|---|---|"]
+lines += [f"| {name} | {sec} |" for name, sec in sorted(timings.items(), key=lambda kv: -kv[1])] or ["| (none) | |"]
 lines += ["", f"Verdict: {runs['warm'][-1].get('verdict')}", "", "CUDA files the session mapped (last run):", ""]
 lines += [f"- `{p}`" for p in mapped] or ["- (none)"]
 (out / "doctor-speed.md").write_text("\n".join(lines) + "\n")

@@ -142,6 +142,9 @@ def render_doctor(report: DoctorReport, console: Console) -> None:
             mapped.add_row(safe(str(item.path)), safe(item.component), safe(item.origin), safe(item.why))
         console.print(mapped)
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
+    if report.timings:  # the probes overlap (threads, the child), so they add up to more than the total
+        slowest = sorted(report.timings.items(), key=lambda item: -item[1])
+        console.print("[dim]probes: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in slowest) + "[/]")
 
 
 def _render_windows(windows: WindowsReport, console: Console) -> None:

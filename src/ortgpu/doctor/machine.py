@@ -14,8 +14,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from ortgpu.doctor.checks import ort as ort_checks
 from ortgpu.doctor.checks.facts import MappedLibrary, OrtBuild, ProviderLibrary
 from ortgpu.doctor.checks.windows import diagnose_windows
 from ortgpu.doctor.cuda_fixes import component_of
+from ortgpu.doctor.timing import ProbeTimer
 from ortgpu.doctor.verdict import Check, root_cause
 from ortgpu.errors import ExitCode
 from ortgpu.host.distributions import DistributionFlavour, DistributionsReport, find_distributions
@@ -99,6 +100,9 @@ class DoctorReport:
     # Linux: the onnxruntime.preload_dlls() calls the load attempt made first, as ortgpu's own GPU sessions do
     # (ortgpu.runtime.preload); no calls when no nvidia-* pip libraries are on the path
     cuda_preload: PreloadPlan | None = None
+    # seconds each probe took, measured where it ran (threads and the child overlap, so these add up to more than
+    # duration_s); Linux only
+    timings: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -174,37 +178,53 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
     checks.add(host.python_check(plat))
 
     report("installed onnxruntime distributions", 0.15)
-    dists = find_distributions(sys_path)
-    # The independent probes at once: importing onnxruntime here (a thread), the child that loads the CUDA provider
-    # (a process of its own: CUDA context, a session), and the file reads and ELF parsing in this thread.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ortgpu-doctor") as pool:
-        ort_future = pool.submit(probes.ort_query or query_ort, dists.module_dir)
-
+    timed = ProbeTimer()
+    dists = timed("distributions", find_distributions, sys_path)
+    # The independent probes at once: importing onnxruntime here and the NVML query (threads), the child that loads
+    # the CUDA provider (a process of its own: CUDA context, a session), the file reads and ELF parsing in this thread.
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="ortgpu-doctor") as pool:
+        ort_future = pool.submit(timed, "onnxruntime import", probes.ort_query or query_ort, dists.module_dir)
         report("NVIDIA driver (NVML)", 0.3)
-        driver = query_driver(probes.nvml, environ)
-        visible = map_visible_devices(
-            driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER")
-        )
-        gpu_usable = driver.present and bool(visible.devices)
+        driver_future = pool.submit(timed, "NVML driver query", query_driver, probes.nvml, environ)
         loader_env = (
-            LoaderEnv.from_system(environ, probes.ldconfig_text, sys_path, root=probes.loader_root) if linux else None
+            timed(
+                "loader environment",
+                LoaderEnv.from_system,
+                environ,
+                probes.ldconfig_text,
+                sys_path,
+                root=probes.loader_root,
+            )
+            if linux
+            else None
         )
 
         report("provider libraries and what they need", 0.4)
-        providers = _provider_libraries(dists, loader_env) if linux else ()
+        providers = timed("provider libraries", _provider_libraries, dists, loader_env) if linux else ()
         cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
-        early_plan, early = None, None
+        early, early_key, early_providers = None, None, None
         if cuda_lib is not None and not quick:
-            # the child starts now: the preload_dlls() plan it follows needs only the ORT version, which the
-            # distribution's metadata gives without importing onnxruntime
+            # the child starts now. What it does follows from the distribution's metadata (no onnxruntime import):
+            # the preload_dlls() plan, and whether cuDNN is in question (then a Conv session, else one Add)
+            early_providers = timed("lazy libraries", _resolved_lazy, providers, dists, None, loader_env)
+            early_cuda = next(p for p in early_providers if p.provider == "cuda")
+            early_plan = _preload_plan(early_cuda, dists, None, sys_path)
+            early_session = _session_wanted(driver_future, probes, environ)
+            early_key = (_calls(early_plan), early_session, _cudnn_needs_a_look(early_cuda, early_plan))
             report("loading the CUDA provider in a child process", 0.45)
-            early_plan = _preload_plan(cuda_lib, dists, None, sys_path)
-            early = pool.submit(_load_attempt, cuda_lib, early_plan, probes, environ, gpu_usable, conv=False)
-        ort = ort_future.result()
+            early = pool.submit(
+                timed, "load attempt (child)", _load_attempt, early_cuda, early_plan, probes, environ, early_session,
+                conv=early_key[2],
+            )
+        ort = timed.wait("onnxruntime import", ort_future)
         requirements = _requirements(dists, ort, cuda_lib)
-        lazy = _lazy_libraries(requirements)
-        if cuda_lib and lazy and loader_env:
-            providers = _with_lazy(providers, lazy, loader_env)
+        if early_providers is not None and _lazy_libraries(_requirements(dists, ort, cuda_lib)) == _lazy_libraries(
+            _requirements(dists, None, cuda_lib)
+        ):
+            providers = early_providers  # onnxruntime's own version changed nothing: the same lazy libraries
+            cuda_lib = next(p for p in providers if p.provider == "cuda")
+        elif cuda_lib and loader_env:
+            providers = timed("lazy libraries", _resolved_lazy, providers, dists, ort, loader_env)
             cuda_lib = next(p for p in providers if p.provider == "cuda")
 
         libcuda = _resolve_libcuda(cuda_lib, loader_env) if loader_env else None
@@ -215,32 +235,41 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
         plan = _preload_plan(cuda_lib, dists, ort, sys_path) if linux else None
         for provider in providers:
             checks.add(ort_checks.provider_check(provider, dists, ort, requirements, plan))
-        first = early.result() if early is not None else None
+        # the fatbin headers while the child and NVML work (used only when NVML names a GPU)
+        scanned = timed("kernel archs (fatbin headers)", _kernel_archs, cuda_lib) if cuda_lib is not None else None
+        driver = timed.wait("NVML driver query", driver_future)
+        visible = map_visible_devices(
+            driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER")
+        )
+        gpu_usable = driver.present and bool(visible.devices)
+        first = timed.wait("load attempt (child)", early) if early is not None else None
 
     attempt = None
     if quick and cuda_lib is not None:
         checks.add(loading.skipped_check(cuda_lib))
     else:
-        if first is not None and _calls(early_plan) != _calls(plan):
-            first = None  # onnxruntime itself said otherwise about preload_dlls(): load again, as it will be used
-        conv = cuda_lib is not None and _cudnn_needs_a_look(cuda_lib)
+        conv = cuda_lib is not None and _cudnn_needs_a_look(cuda_lib, plan)
+        if first is not None and early_key != (_calls(plan), gpu_usable, conv):
+            # onnxruntime itself, or NVML, said otherwise than the metadata and the PCI bus: load again, as it is used
+            first = None
         attempt = first
-        if attempt is None or (conv and attempt.ok and attempt.session_requested):
-            attempt = _load_attempt(cuda_lib, plan, probes, environ, gpu_usable, conv=conv)
+        if attempt is None and cuda_lib is not None:
+            attempt = timed("load attempt (second child)", _load_attempt, cuda_lib, plan, probes, environ, gpu_usable,
+                            conv=conv)
         checks.add(loading.load_check(cuda_lib, attempt, None, gpu_usable))
-    mapped = _mapped(attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
+    mapped = timed("mapped files", _mapped, attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
     if mapped:
         checks.add(loading.mapped_check(mapped))
 
     report("driver and GPUs", 0.85)
-    pci = nvidia_pci_devices(probes.sys_pci)
+    pci = timed("PCI bus and kernel module", nvidia_pci_devices, probes.sys_pci)
     kernel = kernel_module_version(probes.proc_driver)
     checks.add(gpu_checks.driver_check(driver, libcuda, pci, kernel, plat, requirements))
     if driver.present and libcuda is not None:
         checks.add(gpu_checks.libcuda_check(libcuda, plat))
     if driver.present:
         checks.add(gpu_checks.driver_cuda_check(driver, requirements, cuda_lib))
-    archs = _kernel_archs(cuda_lib) if driver.gpus else None
+    archs = scanned if driver.gpus else None
     known = _known_archs(requirements, cuda_lib) if driver.gpus else None
     for gpu in driver.gpus:
         checks.add(gpu_checks.gpu_check(gpu, archs, cuda_lib, known))
@@ -267,6 +296,7 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
         kernel_archs=archs,
         requirements=requirements,
         cuda_preload=plan,
+        timings=timed.seconds(),
     )
 
 
@@ -403,14 +433,44 @@ def _lazy_libraries(requirements: OrtBuildRequirements | None) -> tuple[str, ...
     return tuple(dict.fromkeys(names))
 
 
+def _resolved_lazy(
+    providers: tuple[ProviderLibrary, ...],
+    dists: DistributionsReport,
+    ort: OrtBuild | None,
+    env: LoaderEnv | None,
+) -> tuple[ProviderLibrary, ...]:
+    """The providers with the CUDA one re-resolved for what it opens lazily (``ort`` None: from the metadata)."""
+    cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
+    lazy = _lazy_libraries(_requirements(dists, ort, cuda_lib))
+    if cuda_lib is None or not lazy or env is None:
+        return providers
+    return _with_lazy(providers, lazy, env)
+
+
+def _session_wanted(driver: Future[DriverInfo], probes: Probes, environ: Mapping[str, str]) -> bool:
+    """Whether the early child should run a CUDA session: NVML's answer when it is in, else what the PCI bus and the
+    kernel module say (NVML's first call can take a second on a GPU without persistence mode; the child need not
+    wait for it). A wrong guess costs a second child, never a wrong verdict: diagnose() compares with NVML."""
+    if driver.done() or environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
+        info = driver.result()
+        visible = map_visible_devices(info.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+        return info.present and bool(visible.devices)
+    if nvidia_pci_devices(probes.sys_pci) or probes.proc_driver.is_file():
+        return True
+    info = driver.result()
+    visible = map_visible_devices(info.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+    return info.present and bool(visible.devices)
+
+
 def _requirements(
-    dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderLibrary | None
+    dists: DistributionsReport, ort: OrtBuild | None, cuda_lib: ProviderLibrary | None
 ) -> OrtBuildRequirements | None:
     version = None
     if cuda_lib is not None and cuda_lib.from_shadowed:
         owner = next((d for d in dists.shadowed if d.flavour is DistributionFlavour.CUDA), None)
         version = owner.version if owner else None
-    version = version or ort.version or (dists.package_info.version if dists.package_info else None)
+    ort_version = ort.version if ort is not None else None
+    version = version or ort_version or (dists.package_info.version if dists.package_info else None)
     if not version:
         return None
     cuda_major = cuda_lib.cuda_major if cuda_lib else None
@@ -471,9 +531,14 @@ def _calls(plan: PreloadPlan | None) -> list[tuple[str, Any]]:
     return [(call.text(), call.kwargs()) for call in plan.calls] if plan is not None else []
 
 
-def _cudnn_needs_a_look(cuda_lib: ProviderLibrary) -> bool:
+def _cudnn_needs_a_look(cuda_lib: ProviderLibrary, plan: PreloadPlan | None) -> bool:
     """Whether the session should load cuDNN too: when the static resolution cannot say which cuDNN ORT gets (not
-    found, only in pip packages, another major, or a second copy the loader can reach)."""
+    found, only in pip packages, another major, or a second copy the loader can reach). A preload_dlls() call that
+    loads cuDNN by full path settles it: that copy is in the process before ORT asks for the name, so the loader's
+    search (and any second copy) never comes into play; the child's preload step shows whether it loaded."""
+    calls, folders = (plan.calls, plan.folders) if plan is not None else ((), ())
+    if any(call.cudnn for call in calls) and any(folder.as_posix().endswith("cudnn/lib") for folder in folders):
+        return False
     for need in cuda_lib.needs:
         if not need.soname.startswith("libcudnn"):
             continue

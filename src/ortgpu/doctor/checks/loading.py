@@ -43,6 +43,13 @@ def load_check(
     if attempt.ok:
         if attempt.session_requested:
             evidence = f"{what}: session providers {', '.join(attempt.session_providers)}"
+            if not attempt.conv:
+                details["not_verified"] = (
+                    "cuDNN initialisation: the session ran no op that needs cuDNN; which cuDNN a Conv gets is "
+                    "settled statically (one copy the loader can reach, or onnxruntime.preload_dlls() loading it by "
+                    "full path first), not by running one"
+                )
+                evidence += f"; not verified: {details['not_verified']}"
         else:
             evidence = f"{what}: libonnxruntime_providers_shared.so and {cuda_lib.path.name} load"
         return Check("load.attempt", title, Status.OK, evidence, details=details)

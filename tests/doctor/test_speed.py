@@ -4,13 +4,14 @@ cuDNN) unless the cuDNN the GPU gets is in question, and --quick skips the child
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from tests.support.doctor_machines import NEEDS, Machine, check_of, lazy_libraries, loaded_attempt, ort_query
-from tests.support.fake_libs import fake_ort, needs_gcc
+from tests.support.fake_libs import FakeNvml, fake_ort, needs_gcc
 
 from ortgpu.cli.main import main
 from ortgpu.doctor.machine import diagnose
@@ -64,8 +65,72 @@ def test_a_second_reachable_cudnn_brings_the_conv_session(tmp_path: Path) -> Non
     calls: list[dict] = []
     probes = machine.probes(load=_recording(calls), environ={"LD_LIBRARY_PATH": f"{machine.lib}:{other}"})
     report = diagnose(probes=probes)
-    assert [c["conv"] for c in calls] == [False, True]  # the minimal one first, then the one that loads cuDNN
+    assert [c["conv"] for c in calls] == [True]  # decided before the child starts: one child, the Conv session
     assert report.load_attempt is not None and report.load_attempt.session_requested
+
+
+def test_cudnn_preloaded_from_pip_settles_which_cudnn_so_the_add_session_is_enough(tmp_path: Path) -> None:
+    machine = _machine(tmp_path)
+    cudnn = [n for n in lazy_libraries() if n.startswith("libcudnn")]
+    machine.provide(*cudnn, directory=machine.site / "nvidia" / "cudnn" / "lib")  # preload_dlls() loads these
+    other = tmp_path / "other" / "lib"  # and a second, system copy the loader could reach
+    other.mkdir(parents=True)
+    machine.provide(*cudnn, directory=other)
+    calls: list[dict] = []
+    probes = machine.probes(load=_recording(calls), environ={"LD_LIBRARY_PATH": f"{machine.lib}:{other}"})
+    report = diagnose(probes=probes)
+    assert report.cuda_preload is not None and any(f.name == "lib" and f.parent.name == "cudnn"
+                                                   for f in report.cuda_preload.folders)
+    assert [c["conv"] for c in calls] == [False]
+
+
+def test_the_report_times_every_probe(tmp_path: Path) -> None:
+    report = diagnose(probes=_machine(tmp_path).probes(load=_recording([], delay_s=0.2)))
+    for probe in ("distributions", "onnxruntime import", "NVML driver query", "loader environment",
+                  "provider libraries", "kernel archs (fatbin headers)", "load attempt (child)"):
+        assert probe in report.timings, report.timings
+    assert report.timings["load attempt (child)"] >= 0.2
+    assert all(seconds >= 0 for seconds in report.timings.values())
+
+
+class _SlowNvml(FakeNvml):
+    def __init__(self, delay_s: float, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.delay_s = delay_s
+
+    def nvmlInit(self) -> None:
+        time.sleep(self.delay_s)
+        super().nvmlInit()
+
+
+def _pci_with_a_gpu(tmp_path: Path) -> Path:
+    device = tmp_path / "pci" / "0000:00:05.0"
+    device.mkdir(parents=True)
+    (device / "vendor").write_text("0x10de\n")
+    (device / "class").write_text("0x030200\n")
+    return tmp_path / "pci"
+
+
+def test_the_child_does_not_wait_for_a_slow_nvml_when_the_pci_bus_shows_a_gpu(tmp_path: Path) -> None:
+    calls: list[dict] = []
+    probes = _machine(tmp_path).probes(load=_recording(calls, delay_s=0.5), nvml=_SlowNvml(0.5))
+    probes = replace(probes, sys_pci=_pci_with_a_gpu(tmp_path))
+    started = time.perf_counter()
+    report = diagnose(probes=probes)
+    elapsed = time.perf_counter() - started
+    assert report.ready, report.verdict
+    assert len(calls) == 1 and calls[0]["session"] is True
+    assert elapsed < 0.95, f"{elapsed:.2f} s: NVML and the child ran one after the other"
+
+
+def test_a_pci_gpu_that_nvml_does_not_confirm_gets_the_dlopen_only_child(tmp_path: Path) -> None:
+    calls: list[dict] = []
+    nvml = _SlowNvml(0.3, fail_init="NVML_ERROR_DRIVER_NOT_LOADED")
+    probes = replace(_machine(tmp_path).probes(load=_recording(calls), nvml=nvml), sys_pci=_pci_with_a_gpu(tmp_path))
+    report = diagnose(probes=probes)
+    assert [c["session"] for c in calls] == [True, False]  # the guess, then the child that matches NVML
+    assert not report.ready
+    assert report.load_attempt is not None and not report.load_attempt.session_requested
 
 
 def test_the_ort_import_and_the_child_run_at_the_same_time(tmp_path: Path) -> None:
