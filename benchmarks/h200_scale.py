@@ -106,6 +106,8 @@ def infer_once(model: Path, config: Path, data: Path, out: Path, ep: str, device
         "rows": result.rows,
         "compute_s": result.compute_s,
         "elapsed_s": result.elapsed_s,
+        "tasks": result.tasks,
+        "stage_s": dict(result.stage_s),
         "workers": [
             {
                 "name": w.name,

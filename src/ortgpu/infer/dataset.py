@@ -201,8 +201,12 @@ class ItemReader:
         return {name: array[item.start : item.stop] for name, array in arrays.items()}
 
     def _npz(self, source: str) -> dict[str, np.ndarray]:
+        from ortgpu.infer.fastnpz import read_stored_npz
         from ortgpu.npz import load_npz
 
+        arrays = read_stored_npz(Path(source))  # the usual uncompressed file, read straight into its arrays
+        if arrays is not None:
+            return arrays
         try:
             return load_npz(
                 Path(source), what="input file", contents="inputs", error=InferInputError, hint="fix or remove it"
