@@ -106,6 +106,8 @@ def infer_once(model: Path, config: Path, data: Path, out: Path, ep: str, device
         "rows": result.rows,
         "compute_s": result.compute_s,
         "elapsed_s": result.elapsed_s,
+        "tasks": result.tasks,
+        "stage_s": dict(result.stage_s),
         "workers": [
             {
                 "name": w.name,
@@ -201,6 +203,7 @@ def markdown(report: dict) -> str:
         f"median ratio **{infer['median_ratio']:.3f}** (target >= {TARGET_INFER} x {infer['devices']} devices "
         f"of one bare loop): **{'met' if infer['met'] else 'NOT met'}**",
         "",
+        *stage_table(report),
         f"Ray: {report['ray']['status']}"
         + (f", rows/s {report['ray']['rows_per_s']:,.0f}" if report["ray"].get("rows_per_s") else ""),
         "",
@@ -229,6 +232,26 @@ def markdown(report: dict) -> str:
         f"elapsed {report['elapsed_s']:.0f} s",
     ]
     return "\n".join(lines) + "\n"
+
+
+def stage_table(report: dict) -> list[str]:
+    """Per-stage ms per task (summed over the workers' tasks / tasks) next to the bare loop's ms per batch.
+
+    read (reader threads) and write (writer threads) overlap the session; ``starved`` is the session thread
+    waiting for input, and ``run`` above the bare loop's time is the session slowed by what runs beside it."""
+    lines = [
+        "## where infer's time goes (ms per task, from the worker)",
+        "",
+        "| round | read | starved | run | write | infer wall / task | bare / batch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(report["infer"]["rounds"]):
+        infer, tasks = r["infer"], max(r["infer"].get("tasks") or 0, 1)
+        stages = infer.get("stage_s") or {}
+        cells = " | ".join(f"{1e3 * stages.get(k, 0.0) / tasks:.1f}" for k in ("read", "starved", "run", "write"))
+        bare = 1e3 * r["bare"]["seconds"] / max(r["bare"]["rows"] / report["batch"], 1)
+        lines.append(f"| {i + 1} | {cells} | {1e3 * infer['compute_s'] / tasks:.1f} | {bare:.1f} |")
+    return [*lines, ""]
 
 
 def main() -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError, EnvironmentUnfitError
+from ortgpu.infer.fastnpz import read_stored_npz
 from ortgpu.npz import load_npz
 from ortgpu.untrusted import name_problem
 
@@ -200,6 +201,9 @@ class ItemReader:
         return {name: array[item.start : item.stop] for name, array in arrays.items()}
 
     def _npz(self, source: str) -> dict[str, np.ndarray]:
+        arrays = read_stored_npz(Path(source))  # the usual uncompressed file, read straight into its arrays
+        if arrays is not None:
+            return arrays
         try:
             return load_npz(
                 Path(source), what="input file", contents="inputs", error=InferInputError, hint="fix or remove it"

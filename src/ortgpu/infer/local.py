@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ortgpu.errors import EnvironmentUnfitError, OrtgpuError
@@ -35,12 +35,14 @@ class WorkerStartError(OrtgpuError):
 @dataclass
 class PoolEvents:
     """What the pool tells its caller. ``finished`` returns False to stop handing out tasks (--fail-fast).
-    ``dispatching(task, worker, pid)`` is called just before a task is sent to a worker."""
+    ``dispatching(task, worker, pid)`` is called just before a task is sent to a worker. ``timed(task, seconds)``:
+    the seconds a worker spent on a finished task per stage (:data:`ortgpu.infer.worker.STAGES`)."""
 
     started: Callable[[WorkerInfo], None] = lambda info: None
     finished: Callable[[int, list[ItemRecord]], bool] = lambda index, records: True
     retried: Callable[[int, str, str], None] = lambda index, worker, why: None
     dispatching: Callable[[int, str, int], None] = lambda index, worker, pid: None
+    timed: Callable[[int, Mapping[str, float]], None] = lambda index, seconds: None
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,8 @@ def run_local(
                     events.started(message[1])
                 elif kind == "done":
                     state.tasks = [t for t in state.tasks if t.index != message[1]]
+                    if len(message) > 3:
+                        events.timed(message[1], message[3])
                     if not events.finished(message[1], list(message[2])):
                         stopped = True
                 elif kind in ("error", "crash"):

@@ -28,6 +28,8 @@ class InferResult:
     before it reported) taken as they are; ``verified``: done by an earlier run, output and input hashes checked,
     not run again; ``bad``: reported and skipped. ``rows_per_s``: rows run / ``compute_s`` (from the first
     worker ready to the last task done: reading, running and writing; session creation is ``workers[].session_s``).
+    ``stage_s``: (stage, seconds summed over the tasks run) for :data:`ortgpu.infer.worker.STAGES`, local workers
+    only (empty on Ray); ``starved`` is the time the session waited for input, which a bare loop does not lose.
     """
 
     model: Path
@@ -55,6 +57,7 @@ class InferResult:
     interrupted: bool = False
     ignored_files: tuple[str, ...] = ()
     ray_address: str | None = None
+    stage_s: tuple[tuple[str, float], ...] = ()
 
     @property
     def rows_per_s(self) -> float | None:

@@ -35,7 +35,7 @@ from ortgpu.infer.store import (
     sha256_file,
     write_manifest,
 )
-from ortgpu.infer.worker import ItemRecord, WorkerSpec, input_digest
+from ortgpu.infer.worker import STAGES, ItemRecord, WorkerSpec, input_digest
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_writable_folder
 from ortgpu.scale.devices import DeviceSpec, plan_slots
@@ -275,6 +275,12 @@ def run_infer(
         bad: list[BadItem] = [BadItem(n, r) for n, r in blocked.items()]
         first_bad: list[BadItem] = []
         clock: dict[str, float] = {}
+        stage_s = dict.fromkeys(STAGES, 0.0)
+
+        def timed(index: int, seconds: Mapping[str, float]) -> None:
+            for stage, value in seconds.items():
+                if stage in stage_s:
+                    stage_s[stage] += float(value)
 
         def finished(index: int, records: list[ItemRecord]) -> bool:
             with ledger.lock:
@@ -299,7 +305,9 @@ def run_infer(
             if user is not None:
                 user(info)
 
-        pool_events = dataclasses.replace(events or PoolEvents(), started=started_worker, finished=finished)
+        pool_events = dataclasses.replace(
+            events or PoolEvents(), started=started_worker, finished=finished, timed=timed
+        )
         tell(f"{len(tasks)} tasks ({todo_items} items) to run, {len(verified)} items already done", 0.0)
         outcome = PoolOutcome((), 0, 0, False, False)
         try:
@@ -339,6 +347,7 @@ def run_infer(
         interrupted=outcome.interrupted,
         ignored_files=dataset.ignored,
         ray_address=cluster.address if cluster is not None else None,
+        stage_s=tuple(stage_s.items()) if cluster is None and tasks else (),
     )
 
 

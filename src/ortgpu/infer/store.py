@@ -15,6 +15,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ MANIFEST_SCHEMA = "ortgpu.infer.manifest/v1"
 MANIFEST_LIMIT = ByteLimit("ORTGPU_MAX_MANIFEST", 1 << 30, "infer manifest read back on a re-run")
 _TEMP_SUFFIX = ".tmp"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_UMASK_LOCK = threading.Lock()  # reading the umask sets it for a moment: writer threads take turns
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -96,8 +98,9 @@ def write_once(path: Path, data: bytes, expected: Mapping[str, tuple[int, ...]])
         return _existing(target, ours, expected)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_TEMP_SUFFIX, dir=target.parent)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
+        with _UMASK_LOCK:
+            umask = os.umask(0)
+            os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

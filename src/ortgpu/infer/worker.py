@@ -25,7 +25,14 @@ from ortgpu.session import load
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["InferWorker", "ItemRecord", "WorkerInfo", "WorkerSpec", "input_digest", "serve"]
+__all__ = ["STAGES", "InferWorker", "ItemRecord", "WorkerInfo", "WorkerSpec", "input_digest", "serve"]
+
+# The stages a local worker times per task (seconds, summed by the run): ``read`` (read and check the files, on
+# reader threads), ``starved`` (the session thread waiting for a read task: the time a bare loop does not lose),
+# ``run`` (the session runs), ``write`` (outputs hashed and written once, on writer threads).
+STAGES = ("read", "starved", "run", "write")
+READERS = 2  # reader threads per worker
+WRITERS = 2  # writer threads per worker (each output's fsync waits on the disk: two overlap it)
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class _Prepared:
     ready: list[tuple[Item, dict[str, np.ndarray], int]] = field(default_factory=list)
     records: dict[str, ItemRecord] = field(default_factory=dict)
     outputs: list[tuple[Item, int, list[np.ndarray]]] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage (STAGES), as serve measured them
 
 
 @dataclass(frozen=True)
@@ -303,10 +311,12 @@ def _dims(shape: Sequence[Any]) -> str:
 
 def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
     """The local worker process (see :mod:`ortgpu.scale.worker`): build the session, then run tasks until told
-    to stop. Messages out: ("ready", WorkerInfo), ("done", task index, records); in: ("task", Task), ("stop",).
+    to stop. Messages out: ("ready", WorkerInfo), ("done", task index, records, seconds per stage); in: ("task",
+    Task), ("stop",).
 
-    Three stages overlap: reader threads read and check the next tasks' files, this thread runs the session
-    (ONNX Runtime releases the GIL while it runs), a writer thread writes the outputs and reports the task done.
+    Three stages overlap: reader threads read and check the next tasks' files (paths come through the pipe, never
+    arrays), this thread runs the session (ONNX Runtime releases the GIL while it runs), writer threads write the
+    outputs and report each task done. The parent bounds the tasks a worker holds, so the read-ahead is bounded.
     """
     import queue
     import threading
@@ -316,8 +326,15 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
     worker = InferWorker(spec, name)
     channel.send(("ready", worker.info))
     futures: queue.Queue[Any] = queue.Queue()
-    readers = ThreadPoolExecutor(2, thread_name_prefix="ortgpu-infer-read")
-    writer = ThreadPoolExecutor(1, thread_name_prefix="ortgpu-infer-write")
+    readers = ThreadPoolExecutor(READERS, thread_name_prefix="ortgpu-infer-read")
+    writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="ortgpu-infer-write")
+    sending = threading.Lock()  # one message at a time on the pipe
+
+    def prepare(task: Task) -> _Prepared:
+        started = time.perf_counter()
+        prepared = worker.prepare(task)
+        prepared.seconds["read"] = time.perf_counter() - started
+        return prepared
 
     def receive() -> None:
         try:
@@ -325,21 +342,31 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
                 message = channel.recv()
                 if message[0] != "task":
                     break
-                futures.put(readers.submit(worker.prepare, message[1]))
+                futures.put(readers.submit(prepare, message[1]))
         except (EOFError, OSError):
             pass
         futures.put(None)
 
     def write(prepared: _Prepared) -> None:
-        channel.send(("done", prepared.task.index, worker.write(prepared)))
+        started = time.perf_counter()
+        records = worker.write(prepared)
+        prepared.seconds["write"] = time.perf_counter() - started
+        with sending:
+            channel.send(("done", prepared.task.index, records, dict(prepared.seconds)))
 
     threading.Thread(target=receive, name="ortgpu-infer-receive", daemon=True).start()
     try:
         while True:
+            waiting = time.perf_counter()
             future = futures.get()
             if future is None:
                 break
-            writer.submit(write, worker.compute(future.result())).add_done_callback(_raise_in_main)
+            prepared = future.result()
+            started = time.perf_counter()
+            prepared.seconds["starved"] = started - waiting
+            worker.compute(prepared)
+            prepared.seconds["run"] = time.perf_counter() - started
+            writer.submit(write, prepared).add_done_callback(_raise_in_main)
     finally:
         writer.shutdown(wait=True)
         readers.shutdown(wait=False, cancel_futures=True)

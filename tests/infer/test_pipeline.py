@@ -1,0 +1,134 @@
+"""The worker's pipeline: inputs read straight into arrays, read-ahead, writer threads, per-stage times."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ortgpu.config import ExecutionProvider
+from ortgpu.infer.dataset import Item, ItemError, ItemReader, SourceKind
+from ortgpu.infer.fastnpz import read_stored_npz
+from ortgpu.infer.local import PoolEvents
+from ortgpu.infer.run import InferRequest, run_infer
+from ortgpu.infer.worker import STAGES
+from ortgpu.scale.devices import parse_devices
+
+
+def test_fast_reader_gives_numpys_bits(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    arrays = {
+        "image": rng.standard_normal((4, 3, 5, 7)).astype(np.float32),
+        "ids": rng.integers(0, 1 << 40, (4, 9)),
+        "mask": rng.integers(0, 2, (4, 9)).astype(bool),
+        "empty": np.zeros((0, 3), np.float16),
+        "big_endian": np.arange(6, dtype=">f4"),
+    }
+    path = tmp_path / "a.npz"
+    np.savez(path, **arrays)
+    fast = read_stored_npz(path)
+    assert fast is not None and list(fast) == list(arrays)
+    with np.load(path) as slow:
+        for name in arrays:
+            assert fast[name].dtype == slow[name].dtype and fast[name].shape == slow[name].shape, name
+            assert fast[name].tobytes() == slow[name].tobytes(), name
+
+
+def test_fast_reader_leaves_what_it_does_not_handle_to_numpy(tmp_path: Path) -> None:
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.savez_compressed(tmp_path / "compressed.npz", x=data)
+    np.savez(tmp_path / "fortran.npz", x=np.asfortranarray(data))
+    with zipfile.ZipFile(tmp_path / "text.npz", "w") as archive:
+        archive.writestr("notes.txt", "hello")
+    for name in ("compressed", "fortran", "text"):
+        assert read_stored_npz(tmp_path / f"{name}.npz") is None, name
+    reader = ItemReader(SourceKind.NPZ_FOLDER)
+    for name in ("compressed", "fortran"):  # numpy reads them: the same arrays
+        got = reader.read(Item(name, str(tmp_path / f"{name}.npz")))["x"]
+        assert got.tobytes() == data.tobytes() and got.shape == (3, 4)
+
+
+def test_a_damaged_input_is_a_bad_item_in_numpys_words(tmp_path: Path) -> None:
+    path = tmp_path / "bad.npz"
+    np.savez(path, x=np.arange(1000, dtype=np.float32))
+    raw = bytearray(path.read_bytes())
+    raw[raw.index(b"x.npy") + 400] ^= 0xFF  # one byte of the array data flipped: the CRC no longer matches
+    path.write_bytes(bytes(raw))
+    assert read_stored_npz(path) is None
+    with pytest.raises(ItemError, match=r"(?i)crc"):
+        ItemReader(SourceKind.NPZ_FOLDER).read(Item("bad", str(path)))
+
+
+def _reference(model: Path, inputs: Path, batch: int) -> dict[str, bytes]:
+    from ortgpu.session import load
+
+    names = sorted(p.stem for p in inputs.glob("*.npz"))
+    out: dict[str, bytes] = {}
+    with load(model, ep="cpu") as session:
+        for start in range(0, len(names), batch):
+            group = names[start : start + batch]
+            logits = session.run({"image": np.stack([np.load(inputs / f"{n}.npz")["image"] for n in group])})[0]
+            out.update({n: logits[i : i + 1].tobytes() for i, n in enumerate(group)})
+    return out
+
+
+def _outputs(folder: Path) -> dict[str, bytes]:
+    found = {}
+    for path in sorted(folder.glob("*.npz")):
+        with np.load(path) as data:
+            found[path.stem] = data["logits"].tobytes()
+    return found
+
+
+@pytest.mark.slow
+def test_read_ahead_keeps_outputs_order_and_reports_stage_times(demo_model: Path, tmp_path: Path, make_images) -> None:
+    inputs = make_images(tmp_path / "in", 14)
+    order: list[int] = []
+    result = run_infer(
+        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
+                     batch=2),
+        events=PoolEvents(dispatching=lambda index, worker, pid: order.append(index)),
+    )
+    assert result.complete and result.written == 14 and result.tasks == 7
+    assert order == list(range(7))  # handed out in plan order, several ahead of the one running
+    assert _outputs(tmp_path / "out") == _reference(demo_model, inputs, 2)
+    stages = dict(result.stage_s)
+    assert list(stages) == list(STAGES)
+    assert stages["read"] > 0 and stages["run"] > 0 and stages["write"] > 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["counts"] == {"items": 14, "done": 14, "bad": 0, "rows": 14}
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_reading_ahead_loses_and_doubles_nothing(
+    demo_model: Path, tmp_path: Path, make_images
+) -> None:
+    inputs = make_images(tmp_path / "in", 16)
+    killed: list[int] = []
+
+    def dispatching(index: int, worker: str, pid: int) -> None:
+        if index == 2 and not killed:  # tasks 0 and 1 are being read, run or written: all in flight
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    result = run_infer(
+        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
+                     batch=2),
+        events=PoolEvents(dispatching=dispatching),
+    )
+    assert killed and result.replaced == 1 and result.retried >= 1
+    assert result.complete and result.written + result.kept == 16 and not result.bad
+    assert _outputs(tmp_path / "out") == _reference(demo_model, inputs, 2)  # every output once, the same bits
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["counts"] == {"items": 16, "done": 16, "bad": 0, "rows": 16}
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
+    again = run_infer(
+        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
+                     batch=2)
+    )
+    assert again.verified == 16 and again.written == 0 and again.tasks == 0  # idempotent re-run
