@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bare_loops import bare_session, bare_times, output_shapes
 
 from ortgpu.bench.modes import BenchMode
-from ortgpu.bench.runner import BenchRequest, _timed_chunk, run_bench
+from ortgpu.bench.runner import BenchRequest, run_bench
+from ortgpu.bench.wheel import _timed_chunk
 from ortgpu.ep import ExecutionProvider
 from ortgpu.model.inputs import InputSpec, make_inputs
 from ortgpu.model.inspect import inspect_model

@@ -128,6 +128,12 @@ def _provides_module(dist: importlib.metadata.Distribution) -> bool:
     top_level = dist.read_text("top_level.txt")
     if top_level is not None:
         return MODULE in top_level.split()
+    # RECORD as text, not dist.files: parsing every file of every distribution (a torch environment lists hundreds
+    # of thousands) took most of a second of the doctor on a GPU host.
+    record = dist.read_text("RECORD")
+    if record is not None:
+        entry = f"{MODULE}/__init__.py,"
+        return record.startswith(entry) or f"\n{entry}" in record
     return any(f.parts[:1] == (MODULE,) and f.name == "__init__.py" for f in dist.files or ())
 
 
@@ -184,8 +190,10 @@ def find_distributions(paths: Sequence[str] | None = None) -> DistributionsRepor
 
     found: dict[str, OrtDistribution] = {}
     for dist in importlib.metadata.distributions(path=search):
+        if not _provides_module(dist):  # first: cheaper than parsing every distribution's METADATA
+            continue
         name = dist.metadata.get("Name") or ""
-        if not name or _normalise(name) in found or not _provides_module(dist):
+        if not name or _normalise(name) in found:
             continue
         site_dir = Path(str(dist.locate_file("")))
         installer = (dist.read_text("INSTALLER") or "").strip() or None
