@@ -20,8 +20,10 @@ def db(value: float | None) -> str:
     return "exact" if value == float("inf") else f"{value:.1f}"
 
 
-def render_parity_table(outputs: Sequence[Any], console: Any) -> None:
-    """One row per output (max abs, max rel, cosine, SNR, NaN/Inf, result) and a dim detail line under it."""
+def render_parity_table(outputs: Sequence[Any], console: Any, tolerance_basis: bool = False) -> None:
+    """One row per output (max abs, max rel, cosine, SNR, NaN/Inf, result) and a dim detail line under it.
+
+    ``tolerance_basis`` (check): a line per output with its dtype, shape and where its atol/rtol came from."""
     from rich.table import Table
 
     if not outputs:
@@ -46,12 +48,18 @@ def render_parity_table(outputs: Sequence[Any], console: Any) -> None:
         )
         if out.mean_abs is not None:
             rtol = "no rtol" if out.min_rtol is None else f"rtol {num(out.min_rtol)}"
+            given = "" if tolerance_basis else f"atol {num(out.atol)}, rtol {num(out.rtol)}; "
             details.append(
-                f"  {out.name}: mean abs {num(out.mean_abs)}, median abs {num(out.median_abs)}; atol {num(out.atol)}, "
-                f"rtol {num(out.rtol)}; would pass with atol {num(out.min_atol)} or {rtol}"
+                f"  {out.name}: mean abs {num(out.mean_abs)}, median abs {num(out.median_abs)}; {given}"
+                f"would pass with atol {num(out.min_atol)} or {rtol}"
             )
         if out.samples > 1:
             details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
+        if tolerance_basis and out.atol is not None:
+            shape = f" {list(out.shape)}" if out.shape is not None else ""
+            precision = out.precision
+            basis = " (given)" if out.tolerance_given or precision is None else f" ({precision.value} defaults)"
+            details.append(f"  {out.name}: {out.dtype}{shape}, atol {num(out.atol)}, rtol {num(out.rtol)}{basis}")
         if out.reason:
             details.append(f"  {out.name}: {out.reason}")
     console.print(table)

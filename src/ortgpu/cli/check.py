@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
 from ortgpu.check.result import CheckResult
+from ortgpu.cli.accuracy_render import num, render_parity_table
 from ortgpu.cli.options import ep_options, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as escape
@@ -124,16 +125,6 @@ def _ms(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds * 1000:.3f} ms"
 
 
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
-def _db(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return "exact" if value == float("inf") else f"{value:.1f}"
-
-
 def _render_nonfinite(result: Any, console: Any) -> None:
     if not result.nonfinite:
         return
@@ -162,7 +153,7 @@ def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
                 escape(item.name),
                 escape(item.op_type),
                 escape(item.node_name),
-                _num(item.max_abs),
+                num(item.max_abs),
                 str(item.nonfinite),
                 "yes" if item.root else "",
             )
@@ -296,44 +287,7 @@ def _render_parity(result: CheckResult, console: Console, table_type: Any) -> No
         f"\n[bold]Parity[/] against {x(against)}: {parity.status.value}"
         + (f" ({x(parity.reason)})" if parity.reason else "")
     )
-    if not parity.outputs:
-        return
-    table = table_type(show_edge=False, pad_edge=False)
-    for column in ("output", "max abs", "max rel", "cosine", "SNR dB", "NaN/Inf", "result"):
-        table.add_column(column, justify="left" if column in ("output", "result") else "right")
-    details = []
-    for out in parity.outputs:
-        colour = {"pass": "green", "fail": "red", "skipped": "dim"}[out.status.value]
-        verdict = out.status.value
-        if out.status.value == "fail" and out.max_abs is not None:
-            verdict = f"fail: {out.mismatches}/{out.elements} off"
-        table.add_row(
-            n(out.name),
-            _num(out.max_abs),
-            _num(out.max_rel),
-            "–" if out.cosine is None else f"{out.cosine:.6f}",
-            _db(out.snr_db),
-            f"{out.nan_count}/{out.inf_count}",
-            f"[{colour}]{verdict}[/]",
-        )
-        if out.mean_abs is not None:
-            rtol = "no rtol" if out.min_rtol is None else f"rtol {_num(out.min_rtol)}"
-            details.append(
-                f"  {out.name}: mean abs {_num(out.mean_abs)}, median abs {_num(out.median_abs)}; would pass with "
-                f"atol {_num(out.min_atol)} or {rtol}"
-            )
-        if out.samples > 1:
-            details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
-        shape = f" {list(out.shape)}" if out.shape is not None else ""
-        if out.atol is not None:
-            precision = out.precision
-            basis = " (given)" if out.tolerance_given or precision is None else f" ({precision.value} defaults)"
-            details.append(f"  {n(out.name)}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
-        if out.reason:
-            details.append(f"  {n(out.name)}: {x(out.reason)}")
-    console.print(table)
-    for line in details:
-        console.print(f"[dim]{escape(line)}[/]")
+    render_parity_table(parity.outputs, console, tolerance_basis=True)
     if parity.extra_reference_names:
         extra = x(", ".join(parity.extra_reference_names))
         console.print(f"  [dim]in the reference but not model outputs: {extra}[/]")
