@@ -8,10 +8,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ortgpu.check import CheckRequest, merge_input_spec, parse_tolerances, run_check
+from ortgpu.check import CheckRequest, parse_tolerances, run_check
 from ortgpu.check.result import CheckResult
 from ortgpu.cli.accuracy_render import num, render_parity_table
-from ortgpu.cli.options import ep_options, model_input_options
+from ortgpu.cli.options import ep_options, input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as escape
 from ortgpu.cli.output import safe as x
@@ -98,9 +98,7 @@ def command(
         ep_options=dict(ep_options),
         device_id=device_id,
         config=config,
-        inputs=merge_input_spec(
-            config.inputs, shapes=dict(shapes), dims=dict(dims), ranges=dict(ranges), npz=npz, seed=seed
-        ),
+        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
         reference=reference,
         atol=parse_tolerances(atol, "--atol"),
         rtol=parse_tolerances(rtol, "--rtol"),

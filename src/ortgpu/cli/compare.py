@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from ortgpu.check import merge_input_spec, parse_tolerances
+from ortgpu.check import parse_tolerances
 from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
 from ortgpu.cli.check import render_layerwise
-from ortgpu.cli.options import model_input_options
+from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.params import FlagError, int_flag, parse_percent, parse_seconds
 from ortgpu.compare import CompareRequest, run_compare
@@ -101,14 +101,7 @@ def command(
         package_a=package_a,
         config=config_path,
         device_id=int_flag(device_text, "--device"),
-        inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(shapes),
-            dims=dict(dims),
-            ranges=dict(ranges),
-            npz=npz,
-            seed=seed,
-        ),
+        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
         samples=int_flag(samples_text, "--samples", minimum=1),
         atol=parse_tolerances(atol, "--atol"),
         rtol=parse_tolerances(rtol, "--rtol"),

@@ -7,9 +7,8 @@ from typing import Any
 
 import click
 
-from ortgpu.check import merge_input_spec
 from ortgpu.cli.accuracy_render import escape
-from ortgpu.cli.options import model_input_options
+from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.params import int_flag
 from ortgpu.config import load_config
@@ -69,14 +68,7 @@ def reduce(
         ep=ExecutionProvider.parse(ep_name),
         config=config_path,
         device_id=int_flag(device_text, "--device"),
-        inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(shapes),
-            dims=dict(dims),
-            ranges=dict(ranges),
-            npz=npz,
-            seed=seed,
-        ),
+        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
         save_inputs=save_inputs,
     )
     with progress_reporter(not as_json) as progress:

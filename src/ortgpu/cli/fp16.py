@@ -7,10 +7,9 @@ from typing import Any
 
 import click
 
-from ortgpu.check import merge_input_spec
 from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
 from ortgpu.cli.check import render_layerwise
-from ortgpu.cli.options import model_input_options
+from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.params import FlagError, int_flag, parse_ep_option
 from ortgpu.config import load_config
@@ -101,14 +100,7 @@ def command(
         config=config_path,
         device_id=int_flag(device_text, "--device"),
         ep_options=dict(parse_ep_option(o) for o in ep_options),
-        inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(shapes),
-            dims=dict(dims),
-            ranges=dict(ranges),
-            npz=npz,
-            seed=seed,
-        ),
+        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
         samples=int_flag(samples_text, "--samples", minimum=1),
         atol=_float_flag(atol_text, "--atol"),
         rtol=_float_flag(rtol_text, "--rtol"),

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from ortgpu.cli.params import DIM, EP, EP_OPTION, RANGE, SHAPE, WholeNumber
+from ortgpu.model.inputs import InputSpec, merge_input_spec
 
 __all__ = ["ep_options", "model_input_options"]
 
@@ -46,6 +47,11 @@ def model_input_options(function: F) -> F:
             click.option("--seed", type=WholeNumber(0), metavar="N", help="Seed of generated inputs (default 0)."),
         ],
     )  # fmt: skip
+
+
+def input_spec(base: InputSpec, shapes: Any, dims: Any, ranges: Any, npz: Path | None, seed: int | None) -> InputSpec:
+    """The model-input group's values (see :func:`model_input_options`) laid over the config's ``[inputs]``."""
+    return merge_input_spec(base, shapes=dict(shapes), dims=dict(dims), ranges=dict(ranges), npz=npz, seed=seed)
 
 
 def ep_options(*, ep_help: str, device_default: int | None, device_help: str) -> Callable[[F], F]:

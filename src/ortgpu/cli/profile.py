@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.check import merge_input_spec
-from ortgpu.cli.options import model_input_options
+from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 from ortgpu.cli.params import parse_ep_option
 from ortgpu.config import load_config
@@ -90,14 +89,7 @@ def command(
         ep_options=dict(parse_ep_option(o) for o in ep_options),
         device_id=device_id,
         config=config,
-        inputs=merge_input_spec(
-            config.inputs,
-            shapes=dict(shapes),
-            dims=dict(dims),
-            ranges=dict(ranges),
-            npz=npz,
-            seed=seed,
-        ),
+        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
         runs=runs,
         warmup=warmup,
         trace=trace,
