@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from ortgpu.tune.space import (
 )
 from ortgpu.tune.trial import CHILD_COMMAND, Outcome, TrialLimits, run_child
 from ortgpu.tune.variants import Variant, VariantError, has_conv1d, model_traits, prepare_variant, sha256_file
+from ortgpu.untrusted import printable
 
 __all__ = ["JOURNAL_NAME", "Progress", "TuneInputError", "TuneRequest", "parse_budget", "run_tune"]
 
@@ -63,10 +66,13 @@ class TuneRequest:
     host_memory_limit: int | None = None
     device_id: int = 0
     seed: int = 0
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    dims: Mapping[str, int] = field(default_factory=dict)
     priors: bool = True  # start from ORT's defaults and the levers measured best on the H200, then let TPE search
     child_command: tuple[str, ...] = field(default=CHILD_COMMAND)
 
     def validate(self) -> None:
+        """Refuse settings that cannot work, and an --out that is not ours to write, before anything runs."""
         if not (math.isfinite(self.budget_s) and self.budget_s > 0):
             raise TuneInputError(f"--budget {self.budget_s}: needs a positive time", "e.g. --budget 10m")
         if self.max_trials is not None and self.max_trials < 1:
@@ -77,20 +83,70 @@ class TuneRequest:
         if self.memory_budget is not None and self.memory_budget < 1:
             raise TuneInputError(f"--memory-budget {self.memory_budget}: needs bytes > 0", "e.g. --memory-budget 8GiB")
         if not (math.isfinite(self.measure_s) and self.measure_s > 0):
-            raise TuneInputError(f"measure time {self.measure_s}: needs a positive number of seconds", "e.g. 1.0")
-        if self.out.exists() and not self.out.is_dir():
-            raise TuneInputError(f"--out {self.out}: exists and is not a folder", "give a folder (created if missing)")
-        journal = self.out / JOURNAL_NAME
-        if self.resume and not journal.is_file():
-            raise TuneInputError(f"--resume: no {JOURNAL_NAME} in {self.out}", "run without --resume to start a tune")
-        if not self.resume and journal.exists():
+            raise TuneInputError(f"--measure {self.measure_s}: needs a positive number of seconds", "e.g. 1.0")
+        longest = min(self.budget_s, self.trial_timeout_s / 2)
+        if self.measure_s > longest:
             raise TuneInputError(
-                f"{self.out} already holds a tune ({JOURNAL_NAME})",
-                "add --resume to continue it, or give another --out",
+                f"--measure {self.measure_s:g} s: a trial may take at most {self.trial_timeout_s:g} s and the whole "
+                f"tune {self.budget_s:g} s",
+                f"time each trial for {longest:g} s or less (e.g. --measure 1)",
             )
-        config = self.out / CONFIG_NAME
-        if config.exists() and not self.resume and not _ours(config):
-            raise TuneInputError(f"{config} exists and was not written by ortgpu tune", "give another --out")
+        if isinstance(self.seed, bool) or not 0 <= self.seed <= _MAX_SEED:
+            raise TuneInputError(f"--seed {self.seed}: not between 0 and {_MAX_SEED:,}", "e.g. --seed 0")
+        if isinstance(self.device_id, bool) or not 0 <= self.device_id <= _MAX_DEVICE:
+            raise TuneInputError(f"--device {self.device_id}: not a CUDA device id", "e.g. --device 0")
+        self._validate_out()
+
+    def _validate_out(self) -> None:
+        out = self.out
+        try:
+            if out.is_symlink() and not out.exists():
+                raise TuneInputError(f"--out {out} is a symbolic link to nothing", "give a folder (created if missing)")
+            if out.exists() and not out.is_dir():
+                raise TuneInputError(f"--out {out}: exists and is not a folder", "give a folder (created if missing)")
+            journal, config = out / JOURNAL_NAME, out / CONFIG_NAME
+            if self.resume:
+                _check_journal_file(journal, out)
+            elif os.path.lexists(journal):
+                raise TuneInputError(
+                    f"{out} already holds a tune ({JOURNAL_NAME})",
+                    "add --resume to continue it, or give another --out",
+                )
+            if os.path.lexists(config) and not _ours(config):
+                raise TuneInputError(f"{config} exists and was not written by ortgpu tune", "give another --out")
+            if not self.resume and out.is_dir():
+                others = sorted(entry.name for entry in out.iterdir() if entry.name != CONFIG_NAME)
+                if others:
+                    shown = ", ".join(printable(name, 40) for name in others[:3]) + (", ..." if len(others) > 3 else "")
+                    raise TuneInputError(
+                        f"--out {out} is not empty ({shown}): a new tune writes only into a new or empty folder, "
+                        "so it never replaces a file it did not write",
+                        "give a new folder, or add --resume to continue the tune in it",
+                    )
+        except OSError as exc:
+            raise TuneInputError(f"--out {out}: {exc.strerror or exc}", "give a folder you can write to") from None
+
+
+_MAX_SEED = 2**32 - 1  # what Optuna's samplers (numpy's RandomState) take
+_MAX_DEVICE = 2**31 - 1
+_NEW_TUNE_HINT = "start a new tune in another --out (the journal was left as it is)"
+_MAX_JOURNAL_BYTES = 256 * 2**20  # a journal of thousands of trials is a few MB; more is not one tune wrote
+
+
+def _check_journal_file(journal: Path, out: Path) -> None:
+    if not os.path.lexists(journal):
+        raise TuneInputError(f"--resume: no {JOURNAL_NAME} in {out}", "run without --resume to start a tune")
+    if not journal.is_file():
+        raise TuneInputError(
+            f"--resume: {journal} is not a regular file", "start a new tune in another --out (nothing was changed)"
+        )
+    size = journal.stat().st_size
+    if size > _MAX_JOURNAL_BYTES:
+        raise TuneInputError(
+            f"--resume: {journal} is {size / 2**20:,.0f} MiB, more than a tune journal holds "
+            f"({_MAX_JOURNAL_BYTES // 2**20} MiB at most)",
+            "start a new tune in another --out (nothing was changed)",
+        )
 
 
 def parse_budget(text: str) -> float:
@@ -118,8 +174,11 @@ def parse_memory_budget(text: str) -> int:
 
 
 def _ours(path: Path) -> bool:
+    """A regular file whose first line is tune's marker (a FIFO or device is never opened)."""
     from ortgpu.tune.output import MARKER
 
+    if not path.is_file():
+        return False
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             return handle.readline().startswith(MARKER)
@@ -136,15 +195,27 @@ def _silent(message: str, fraction: float | None = None) -> None:
 
 @dataclass
 class _Prepared:
-    """What every trial of one tune shares."""
+    """What every trial of one tune shares. ``arrays``: batch -> (inputs, fp32 reference outputs), held until
+    :func:`_write_work` puts them in ``work`` as the files the trial processes read (``files``)."""
 
     ep: ExecutionProvider
     ctx: SpaceContext
     batches: tuple[int, ...]
     shapes: dict[int, dict[str, tuple[int, ...]]]
-    files: dict[int, tuple[Path, Path]]  # batch -> (inputs npz, reference npz)
     labels: dict[str, tuple[Any, ...]]
     work: Path
+    arrays: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+    files: dict[int, tuple[Path, Path]] = field(default_factory=dict)  # batch -> (inputs npz, reference npz)
+
+    def identity(self, request: TuneRequest, model_sha256: str) -> dict[str, Any]:
+        """What a resumed tune must share with the one in the journal."""
+        return {
+            "model_sha256": model_sha256,
+            "ep": self.ep.value,
+            "objective": request.objective.value,
+            "batches": list(self.batches),
+            "shapes": {str(b): {k: list(v) for k, v in s.items()} for b, s in self.shapes.items()},
+        }
 
 
 def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
@@ -166,9 +237,8 @@ def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
 
 
 def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
-    import numpy as np
-
-    from ortgpu.atomic import atomic_write
+    """The EP, the space, the inputs and the fp32 reference outputs, in memory: nothing is written yet, so bad
+    inputs (an open dim no flag fixes) leave no folder behind."""
     from ortgpu.config import Config
     from ortgpu.model.free_dims import input_dim_labels
     from ortgpu.model.inputs import InputSpec, make_inputs
@@ -180,25 +250,39 @@ def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
         raise TuneInputError(
             "--batch: every input has a fixed leading dim; the model cannot be batched", "drop --batch"
         )
-    batches = request.batches or (make_inputs(model, InputSpec()).batch or 1,)
+
+    def spec(batch: int | None) -> InputSpec:
+        return InputSpec(shapes=dict(request.shapes), dims=dict(request.dims), batch=batch)
+
+    batches = request.batches or (make_inputs(model, spec(None)).batch or 1,)
     open_dims = any(i.is_dynamic for i in model.inputs)
     traits = model_traits(model.op_types, open_dims, has_conv1d(model.path) if model.op_types.get("Conv") else False)
     sweep_latency = len(batches) > 1 and request.objective is not Objective.THROUGHPUT
     ctx = SpaceContext(traits, ep, fixed_batch=not sweep_latency)
-    work = request.out / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    shapes: dict[int, dict[str, tuple[int, ...]]] = {}
-    files: dict[int, tuple[Path, Path]] = {}
+    prep = _Prepared(ep, ctx, tuple(batches), {}, input_dim_labels(model.path), request.out / "work")
     with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as reference:
         for batch in batches:
             tell(f"fp32 reference on the CPU EP, batch {batch}", None)
-            inputs = make_inputs(model, InputSpec(batch=batch if open_leading else None))
+            inputs = make_inputs(model, spec(batch if open_leading else None))
             outputs = dict(zip(reference.output_names, reference.run(inputs.feeds), strict=True))
-            pair = (work / f"inputs-b{batch}.npz", work / f"reference-b{batch}.npz")
-            atomic_write(pair[0], lambda h, a=inputs.feeds: np.savez(h, **a))
-            atomic_write(pair[1], lambda h, a=outputs: np.savez(h, **a))
-            shapes[batch], files[batch] = dict(inputs.shapes), pair
-    return _Prepared(ep, ctx, tuple(batches), shapes, files, input_dim_labels(model.path), work)
+            prep.shapes[batch] = dict(inputs.shapes)
+            prep.arrays[batch] = (dict(inputs.feeds), outputs)
+    return prep
+
+
+def _write_work(prep: _Prepared) -> None:
+    """The inputs and reference outputs as the npz files the trial processes read."""
+    import numpy as np
+
+    from ortgpu.atomic import atomic_write
+
+    prep.work.mkdir(parents=True, exist_ok=True)
+    for batch, (feeds, outputs) in prep.arrays.items():
+        pair = (prep.work / f"inputs-b{batch}.npz", prep.work / f"reference-b{batch}.npz")
+        atomic_write(pair[0], lambda h, a=feeds: np.savez(h, **a))
+        atomic_write(pair[1], lambda h, a=outputs: np.savez(h, **a))
+        prep.files[batch] = pair
+    prep.arrays.clear()
 
 
 # ------------------------------------------------------------------------------------------------ priors
@@ -357,57 +441,207 @@ def _default_host_limit() -> int | None:
 def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResult:
     """Search the levers for ``request.model``; write ortgpu.toml (+ model files) into ``request.out``.
 
-    Bad settings raise TuneInputError / ModelError (exit 2) before anything runs; an EP that cannot run here
-    raises ProviderUnavailableError (exit 3). Ctrl-C ends the search: the result then holds the trials that
-    finished, and the config is written from the best of them.
+    Bad settings raise TuneInputError / ModelError (exit 2) before anything runs and leave no folder behind; a
+    journal ``resume`` cannot read, or one holding what tune never writes, is TuneInputError too; an EP that
+    cannot run here raises ProviderUnavailableError (exit 3). Ctrl-C ends the search: the result then holds the
+    trials that finished (``stopped == "interrupted"``), and the config is written from the best of them.
+    Optuna's own log lines are kept quiet while it runs: every outcome is in the result.
     """
     optuna = _import_optuna()
+    with _quiet(optuna):
+        return _run_tune(optuna, request, progress or _silent)
+
+
+@contextlib.contextmanager
+def _quiet(optuna: Any) -> Iterator[None]:
+    """Optuna logs a failed trial (a Ctrl-C included) with its traceback on stderr: the library never prints."""
+    before = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.CRITICAL)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(before)
+
+
+def _make_out(request: TuneRequest) -> list[Path]:
+    """Create --out (and check a file can be made in it); the paths this tune created, to remove on failure."""
+    from ortgpu.output_paths import check_writable_folder
+
+    created = []
+    missing = [p for p in (request.out, *request.out.parents) if not os.path.lexists(p)]
+    try:
+        request.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TuneInputError(
+            f"--out {request.out}: cannot create it ({exc.strerror or exc})", "give a folder you can write to"
+        ) from None
+    if missing:
+        created.append(missing[-1])  # the topmost folder made: removing it removes the rest
+    check_writable_folder(request.out, "--out", TuneInputError)
+    return created
+
+
+def _clean_up(request: TuneRequest, created: list[Path]) -> None:
+    """After a new tune failed or was stopped before its first trial: remove what it made (never on --resume)."""
+    import shutil
+
+    if request.resume:
+        return
+    for path in created:
+        shutil.rmtree(path, ignore_errors=True)
+    if not created:  # --out existed (empty): take out what this tune put in it
+        for name in ("work", "models", JOURNAL_NAME, JOURNAL_NAME + ".lock"):
+            target = request.out / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            elif os.path.lexists(target):
+                target.unlink()
+
+
+def _open_study(optuna: Any, request: TuneRequest, journal: Path, sampler: Any, pruner: Any) -> Any:
+    """A new study in a new journal, or (``resume``) the tune's study in the journal, with every trial checked by
+    :func:`_check_trials` later. The journal is an untrusted file: whatever Optuna raises reading it is bad input."""
+    direction = "maximize" if request.objective.maximize else "minimize"
+    if not request.resume:
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+        return optuna.create_study(
+            study_name=_STUDY, storage=storage, sampler=sampler, pruner=pruner, direction=direction
+        )
+    hint = _NEW_TUNE_HINT
+    try:
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+        names = [summary.study_name for summary in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+        if _STUDY not in names:
+            raise TuneInputError(f"--resume: {journal} holds no ortgpu tune", hint)
+        study = optuna.load_study(study_name=_STUDY, storage=storage, sampler=sampler, pruner=pruner)
+        study.trials, study.user_attrs, study.direction  # noqa: B018 -- read it all here, where errors are caught
+    except TuneInputError:
+        raise
+    except Exception as exc:  # Optuna replays any text it is given; a bad file raises anything from json to KeyError
+        raise TuneInputError(
+            f"--resume: {journal} cannot be read as a tune journal ({type(exc).__name__}: {str(exc)[:120]})", hint
+        ) from None
+    if study.direction.name.lower() != direction:
+        raise TuneInputError(f"--resume: {journal} was a tune that {study.direction.name.lower()}s", hint)
+    return study
+
+
+def _check_identity(study: Any, identity: Mapping[str, Any], request: TuneRequest, journal: Path) -> None:
+    seen = {key: study.user_attrs.get(key) for key in identity}
+    if all(value is None for value in seen.values()):
+        raise TuneInputError(f"--resume: {journal} holds no ortgpu tune", _NEW_TUNE_HINT)
+    what = {
+        "model_sha256": "model",
+        "ep": "--ep",
+        "objective": "--objective",
+        "batches": "--batch",
+        "shapes": "input shapes (--shape, --dim)",
+    }
+    differs = []
+    for key, value in identity.items():
+        if seen[key] != value:
+            if seen[key] is None:
+                differs.append(f"no record of its {what[key]}")
+            elif key == "model_sha256":
+                differs.append(f"another model (sha256 {str(seen[key])[:12]}..., this one {str(value)[:12]}...)")
+            else:
+                differs.append(f"{what[key]} {printable(json.dumps(seen[key]), 80)}, not {json.dumps(value)}")
+    if differs:
+        raise TuneInputError(
+            f"--resume: the tune in {request.out} was for {'; '.join(differs)}",
+            "resume with the same model, --ep, --objective, --batch and shapes, or give another --out",
+        )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _attr_problem(attrs: Mapping[str, Any], choices: Mapping[str, tuple[Any, ...]]) -> str | None:
+    """What in one trial's user attributes tune never writes (None: all of it could be tune's)."""
+    status = attrs.get("status")
+    if status is not None and status not in {s.value for s in TrialStatus}:
+        return f"status {printable(str(status), 40)}"
+    params = attrs.get("params")
+    if params is not None:
+        if not isinstance(params, dict):
+            return "params that are not a table"
+        for name, value in params.items():
+            if name not in choices:
+                return f"the setting {printable(str(name), 40)}"
+            if value not in choices[name] or isinstance(value, bool) != isinstance(choices[name][0], bool):
+                return f"{name} = {printable(repr(value), 40)}"
+    if status == TrialStatus.OK.value and not _number(attrs.get("value")):
+        return f"a measured value of {printable(repr(attrs.get('value')), 40)}"
+    for key in ("value", "seconds", "max_abs_error", "gpu_memory_peak_bytes", "host_memory_peak_bytes", "sm_clock_mhz"):
+        if attrs.get(key) is not None and not _number(attrs[key]):
+            return f"{key} = {printable(repr(attrs[key]), 40)}"
+    for key in ("reason", "signature", "variant", "learned_key"):
+        if attrs.get(key) is not None and not isinstance(attrs[key], str):
+            return f"{key} that is not text"
+    number = attrs.get("number")
+    if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+        return "a trial number that is not a whole number"
+    if attrs.get("per_batch") is not None and not isinstance(attrs["per_batch"], dict):
+        return "per-batch results that are not a table"
+    return None
+
+
+def _check_trials(study: Any, prep: _Prepared, journal: Path) -> None:
+    """Every trial of a resumed journal holds only what tune writes: its settings feed the sampler, the table and
+    the ortgpu.toml written at the end. A journal made on another machine (other thread counts) is refused too:
+    Optuna cannot continue a search whose choices changed."""
+    from ortgpu.tune.space import LEVERS
+
+    choices = {lever.name: tuple(lever.choices(prep.ctx)) for lever in LEVERS}
+    choices["batch"] = prep.batches
+    for trial in study.trials:
+        problem = _attr_problem(trial.user_attrs, choices)
+        for name, distribution in trial.distributions.items():
+            offered = tuple(getattr(distribution, "choices", ()) or ())
+            if problem is None and (name not in choices or offered != choices[name]):
+                problem = f"{printable(str(name), 40)} searched over {printable(repr(offered), 60)}"
+                if name in choices:
+                    problem += f", here it is {choices[name]!r} (another machine?)"
+        if problem is not None:
+            raise TuneInputError(
+                f"--resume: {journal}, trial {trial.number}: {problem}, which ortgpu tune does not write here",
+                _NEW_TUNE_HINT,
+            )
+
+
+def _run_tune(optuna: Any, request: TuneRequest, tell: Progress) -> TuneResult:
     from ortgpu.model.inspect import inspect_model
 
-    tell = progress or _silent
     started = time.perf_counter()
     request.validate()
     model = inspect_model(request.model)
-    request.out.mkdir(parents=True, exist_ok=True)
     tell("preparing: fp32 reference outputs", 0.0)
     prep = _prepare(request, model, tell)
     journal = request.out / JOURNAL_NAME
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
-    direction = "maximize" if request.objective.maximize else "minimize"
     with warnings.catch_warnings():  # multivariate/group are marked experimental; they are what conditional spaces need
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.TPESampler(seed=request.seed, multivariate=True, group=True, n_startup_trials=4)
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=2)
-    identity = {
-        "model_sha256": model.sha256,
-        "ep": prep.ep.value,
-        "objective": request.objective.value,
-        "batches": list(prep.batches),
-    }
-    study = optuna.create_study(
-        study_name=_STUDY,
-        storage=storage,
-        sampler=sampler,
-        pruner=pruner,
-        direction=direction,
-        load_if_exists=request.resume,
-    )
+    identity = prep.identity(request, model.sha256)
+    created = _make_out(request)
+    try:
+        study = _open_study(optuna, request, journal, sampler, pruner)
+        if request.resume:
+            _check_identity(study, identity, request, journal)
+            _check_trials(study, prep, journal)
+        else:
+            for key, value in identity.items():
+                study.set_user_attr(key, value)
+            for params in [defaults_for(prep.ctx), *(_priors(prep.ctx) if request.priors else [])]:
+                if len(prep.batches) > 1 and request.objective is Objective.THROUGHPUT:
+                    params = dict(params, batch=max(prep.batches))
+                study.enqueue_trial(params, skip_if_exists=True)
+        _write_work(prep)
+    except BaseException:  # bad input, a write error or Ctrl-C before the first trial: leave nothing half made
+        _clean_up(request, created)
+        raise
     resumed = len(study.trials)
-    if request.resume:
-        seen = {k: study.user_attrs.get(k) for k in identity}
-        if seen != identity:
-            raise TuneInputError(
-                f"--resume: the tune in {request.out} was for {seen}, not {identity}",
-                "resume with the same model, --ep, --objective and --batch, or give another --out",
-            )
-    else:
-        for key, value in identity.items():
-            study.set_user_attr(key, value)
-        for params in [defaults_for(prep.ctx), *(_priors(prep.ctx) if request.priors else [])]:
-            if len(prep.batches) > 1 and request.objective is Objective.THROUGHPUT:
-                params = dict(params, batch=max(prep.batches))
-            study.enqueue_trial(params, skip_if_exists=True)
     learned: dict[str, str] = {}
     measured: dict[str, dict[str, Any]] = {}
     variants: dict[str, Variant] = {}
