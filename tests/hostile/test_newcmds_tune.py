@@ -251,3 +251,74 @@ def test_a_forged_journal_is_refused_and_writes_no_config(
     assert "tune-journal.log" in one_line(err)
     envelope(stdout, 2)
     assert not (out / "ortgpu.toml").exists()
+
+
+# ------------------------------------------------------------------------------------------------ interruption
+
+# The real CLI with the trial processes replaced by a stand-in: the first trial answers at once, every later one
+# records its pid and hangs, so the signal lands while a trial process is running.
+_INTERRUPTED_CLI = """
+import json, sys
+from pathlib import Path
+
+import ortgpu.tune.run as tune_run
+
+folder = Path(sys.argv.pop(1))
+child = (
+    "import json, os, sys, time\\n"
+    "from pathlib import Path\\n"
+    "folder = Path(sys.argv[1])\\n"
+    "sys.stdin.readline()\\n"
+    "first = not (folder / 'first').exists()\\n"
+    "(folder / 'first').touch()\\n"
+    "if first:\\n"
+    "    print(json.dumps({'event': 'done', 'value': 0.5}), flush=True)\\n"
+    "    sys.exit(0)\\n"
+    "(folder / 'hung.pid').write_text(str(os.getpid()))\\n"
+    "time.sleep(60)\\n"
+)
+real = tune_run.run_child
+tune_run.run_child = lambda spec, limits, on_stage, command: real(
+    spec, limits, on_stage, (sys.executable, "-c", child, str(folder))
+)
+from ortgpu.cli.main import run
+
+run()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_an_interrupted_tune_kills_its_trial_keeps_what_finished_and_says_so(
+    signum: str, tiny: Path, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import time
+
+    script = tmp_path / "cli.py"
+    script.write_text(_INTERRUPTED_CLI)
+    out = tmp_path / "t"
+    args = [sys.executable, str(script), str(tmp_path), "tune", str(tiny), "--ep", "cpu", "--out", str(out)]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "hung.pid").exists():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no second trial started"
+            time.sleep(0.02)
+        hung = int((tmp_path / "hung.pid").read_text())
+        process.send_signal(getattr(signal, signum))
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == (143 if signum == "SIGTERM" else 130), stderr
+    assert not Path(f"/proc/{hung}").exists() or "zombie" in Path(f"/proc/{hung}/status").read_text().lower()
+    assert "Traceback" not in stderr and "Trial" not in stderr, stderr  # Optuna's log lines stay quiet
+    assert "interrupted" in stdout and "--resume" in stdout  # the partial result says so, and how to go on
+    assert "trial 0" in stdout.lower() or "best: trial 0" in stdout
+    config = (out / "ortgpu.toml").read_text()  # the best finished trial is written, whole
+    assert config.startswith("# written by ortgpu tune") and "[session]" in config
+    assert not [p for p in out.rglob("*.tmp")]  # no half-written file

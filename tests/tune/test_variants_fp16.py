@@ -1,4 +1,4 @@
-"""tune's fp16 variant: the converted model must pass ONNX validation and load in ORT (ResNet-50 on the H200 did not)."""
+"""tune's fp16 variant: the converted model must pass ONNX validation and load in ORT (on the H200 it did not)."""
 
 from __future__ import annotations
 

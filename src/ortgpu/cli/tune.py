@@ -25,9 +25,20 @@ _SHOWN = 15
     help="Latency percentile to lower, or samples/s to raise.",
 )
 @click.option("--batch", "batch_text", metavar="N[,N]", help="Batch to tune for, or a sweep (e.g. 1,8,32).")
-@click.option("--budget", "budget_text", default="10m", show_default=True, metavar="TIME", help="e.g. 90s, 10m, 1h.")
+@click.option("--shape", "shapes", multiple=True, metavar="NAME=1x128", help="Input shape to tune for (repeatable).")
+@click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
+@click.option(
+    "--budget",
+    "budget_text",
+    default="10m",
+    show_default=True,
+    metavar="TIME",
+    help="Wall time for the whole search, e.g. 90s, 10m, 1h30m.",
+)
 @click.option("--trials", "max_trials", type=int, help="Stop after this many trials (also bounded by --budget).")
-@click.option("--memory-budget", "memory_text", metavar="BYTES", help="Reject trials whose peak memory is over it.")
+@click.option(
+    "--memory-budget", "memory_text", metavar="BYTES", help="Reject trials whose peak memory is over it (e.g. 8GiB)."
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -35,8 +46,16 @@ _SHOWN = 15
     show_default=True,
     help="Folder for ortgpu.toml, the converted model files and the study journal.",
 )
-@click.option("--resume", is_flag=True, help="Continue the tune in --out (its journal).")
-@click.option("--measure", "measure_s", type=float, default=1.0, show_default=True, help="Timed seconds per trial.")
+@click.option("--resume", is_flag=True, help="Continue the tune in --out (a new tune needs a new or empty --out).")
+@click.option(
+    "--measure",
+    "measure_s",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time each trial is measured (after its warm-up).",
+)
 @click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The sampler's seed.")
 @json_option
@@ -45,6 +64,8 @@ def command(
     ep_name: str | None,
     objective: str,
     batch_text: str | None,
+    shapes: tuple[str, ...],
+    dims: tuple[str, ...],
     budget_text: str,
     max_trials: int | None,
     memory_text: str | None,
@@ -59,11 +80,15 @@ def command(
     options, IO binding / CUDA graph, fp16, ORT's transformer fusions. Each trial runs in its own process.
 
     Writes OUT/ortgpu.toml (+ the converted model it names, sha256-pinned) for `load()`, `check --config` and
-    `bench --config`. Exit 0 when a configuration was found; 1 when no trial passed; 2 bad input; 3 the EP
-    cannot run here or Optuna is missing; 130 interrupted (the best so far is still written).
+    `bench --config`; a new tune needs a new or empty OUT, --resume continues the one in it. Inputs are generated
+    as for check and bench: --batch for the leading dim, --dim / --shape for the others.
+
+    Exit 0 when a configuration was found; 1 when no trial passed; 2 bad input; 3 the EP cannot run here or
+    Optuna is missing; 130 interrupted, 143 on SIGTERM (the trials that ended are kept, the best is written).
     """
     from ortgpu.bench.runner import parse_int_list
     from ortgpu.config import ExecutionProvider
+    from ortgpu.model.inputs import parse_dim, parse_shape
     from ortgpu.tune import Objective, TuneRequest, parse_budget, run_tune
     from ortgpu.tune.run import parse_memory_budget
 
@@ -73,6 +98,8 @@ def command(
         ep=ExecutionProvider.parse(ep_name) if ep_name else None,
         objective=Objective(objective),
         batches=parse_int_list(batch_text, "--batch") if batch_text else (),
+        shapes=dict(parse_shape(text) for text in shapes),
+        dims=dict(parse_dim(text) for text in dims),
         budget_s=parse_budget(budget_text),
         max_trials=max_trials,
         memory_budget=parse_memory_budget(memory_text) if memory_text else None,
@@ -92,7 +119,9 @@ def command(
 def _value(record: Any, unit: str) -> str:
     if record.value is None:
         return "–"
-    return f"{record.value:,.0f}" if unit == "samples/s" else f"{record.value:.3f}"
+    if unit == "samples/s":
+        return f"{record.value:,.0f}" if record.value >= 100 else f"{record.value:.4g}"
+    return f"{record.value:.4g}"  # four significant digits: a 2 µs model's trials must not all read 0.002
 
 
 def _lever_text(params: dict[str, Any], base: dict[str, Any]) -> str:
@@ -134,6 +163,14 @@ def render(result: Any, console: Any) -> None:
         console.print(f"  [dim]... {len(result.trials) - _SHOWN} more trial(s) (see --json)[/]")
     for note in result.notes:
         console.print(f"  [dim]{x(note)}[/]")
+    if result.stopped == "interrupted":
+        finished = sum(1 for t in result.trials if t.status.value == "ok")
+        console.print(
+            f"[yellow]interrupted: the {len(result.trials)} trial(s) that ended are kept ({finished} measured)"
+            + (", the best of them is written" if result.best is not None else "")
+            + f"[/]; continue with: ortgpu tune {x(str(result.model))} --out {x(str(result.journal.parent))} --resume "
+            "(and the same --ep, --objective, --batch, --shape, --dim)"
+        )
     if result.best is None:
         console.print("[red]no trial passed: nothing written[/] (the table says why each failed)")
         return
