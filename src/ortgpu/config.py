@@ -782,6 +782,11 @@ class Config:
         if file is None:
             return Path(given)
         where = self.source.name if self.source else "[model]"
+        if not self.model.get("sha256"):  # unpinned, any file would run in place of the given model
+            raise ConfigError(
+                f"{where}: [model] file {Path(str(file)).name} has no sha256",
+                "add sha256 (and source_sha256, the model it came from), as ortgpu tune and ortgpu fp16 write them",
+            )
         allowed = {self.model.get("source_sha256"), self.model.get("sha256")} - {None}
         if allowed and given_sha256 not in allowed:
             raise ConfigError(

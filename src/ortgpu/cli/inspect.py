@@ -95,6 +95,8 @@ def render(result: Any, console: Any) -> None:
     _render_ops(result, console, Table)
     _render_weights(result, console, Table)
     _render_kernels(result.kernels, console)
+    for note in result.notes:
+        console.print(f"[yellow]{_x(note)}[/]")
     console.print(f"[dim]inspected in {result.elapsed_s:.2f} s[/]")
 
 
