@@ -14,6 +14,7 @@ __all__ = [
     "human_bytes",
     "name_problem",
     "printable",
+    "shown",
     "text_problem",
 ]
 
@@ -66,6 +67,20 @@ def printable(text: str, limit: int = 60) -> str:
         return repr(text)
     half = limit // 2
     return repr(text[:half]) + "..." + repr(text[-half:])
+
+
+def shown(text: object, limit: int = 200) -> str:
+    """``text`` from a model or file for a terminal line or table cell: control characters as escapes (``\\x1b``),
+    and past ``limit`` characters its middle left out, saying how much (a 100 KB name is a few lines, not 100 KB
+    that a table folds for minutes). No markup escaping: do that where the text goes into rich markup."""
+    value = str(text)
+    if len(value) > limit:
+        keep = max(limit - 30, 8)
+        head, tail = keep * 2 // 3, keep - keep * 2 // 3
+        value = f"{value[:head]}…[{len(value) - head - tail:,} more characters]…{value[-tail:]}"
+    if value.isprintable():
+        return value
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.untrusted import shown
 
 __all__ = ["command", "render"]
 
@@ -47,13 +48,15 @@ def command(
     return 0
 
 
-def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes."""
+_TEXT = 2000  # characters of one of ortgpu's own sentences quoting a model (a reason, a note, a hint)
+
+
+def _x(text: object, limit: int = 200) -> str:
+    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes, the
+    middle of a very long name left out (the JSON keeps it whole)."""
     from rich.markup import escape
 
-    raw = str(text)
-    visible = "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
-    return escape(visible)
+    return escape(shown(text, limit))
 
 
 def _size(n: int | None) -> str:
@@ -96,7 +99,7 @@ def render(result: Any, console: Any) -> None:
     _render_weights(result, console, Table)
     _render_kernels(result.kernels, console)
     for note in result.notes:
-        console.print(f"[yellow]{_x(note)}[/]")
+        console.print(f"[yellow]{_x(note, _TEXT)}[/]")
     console.print(f"[dim]inspected in {result.elapsed_s:.2f} s[/]")
 
 
@@ -104,7 +107,7 @@ def _render_dims(result: Any, console: Any) -> None:
     if not result.symbolic_dims:
         console.print("[bold]Symbolic dims[/]: none (every input dim is fixed or unnamed)")
     else:
-        console.print(f"[bold]Symbolic dims[/] [dim]({_x(result.shape_inference)})[/]")
+        console.print(f"[bold]Symbolic dims[/] [dim]({_x(result.shape_inference, _TEXT)})[/]")
     for dim in result.symbolic_dims:
         ins = ", ".join(f"{_x(u.tensor)}[{u.axis}]" for u in dim.inputs)
         outs = ", ".join(
@@ -190,7 +193,7 @@ def _render_kernels(kernels: Any, console: Any) -> None:
     console.print(f"\n[bold]{short} EP kernels[/]")
     if kernels.status.value != "determined":
         colour = "yellow" if kernels.status.value == "not-determined" else "dim"
-        console.print(f"  [{colour}]{_x(kernels.reason)}[/]")
+        console.print(f"  [{colour}]{_x(kernels.reason, _TEXT)}[/]")
         return
     on, total = kernels.nodes_on_ep, kernels.nodes_checked
     colour = "green" if on == total else "yellow"
@@ -199,15 +202,15 @@ def _render_kernels(kernels: Any, console: Any) -> None:
         + (f", {kernels.memcpy_count} Memcpy node(s) ORT adds" if kernels.memcpy_count else "")
         + f" [dim]({kernels.seconds:.2f} s)[/]"
     )
-    console.print(f"  [dim]{_x(kernels.reason)}[/]")
+    console.print(f"  [dim]{_x(kernels.reason, _TEXT)}[/]")
     if kernels.off_ep:
         console.print(f"  [yellow]will fall back ({len(kernels.off_ep)} node(s)):[/]")
         for node in kernels.off_ep[:_MAX_OFF]:
             where = f" -> {_x(node.provider)}" if node.provider else ""
-            detail = f": {_x(node.detail)}" if node.detail else ""
+            detail = f": {_x(node.detail, _TEXT)}" if node.detail else ""
             reason = _x("[" + node.reason + "]")
             console.print(f"    {_x(node.op_type)} ({_x(node.name or 'unnamed')}){where} {reason}{detail}")
         if len(kernels.off_ep) > _MAX_OFF:
             console.print(f"    ... {len(kernels.off_ep) - _MAX_OFF} more (see --json)")
     for note in kernels.notes:
-        console.print(f"  [dim]{_x(note)}[/]")
+        console.print(f"  [dim]{_x(note, _TEXT)}[/]")

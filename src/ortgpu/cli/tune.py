@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.untrusted import shown
 
 __all__ = ["command", "render"]
 
@@ -129,14 +130,21 @@ def _lever_text(params: dict[str, Any], base: dict[str, Any]) -> str:
     return ", ".join(changed) or "ORT defaults"
 
 
+def _x(text: object, limit: int = 2000) -> str:
+    """Text that may quote a model (ORT's error messages name its nodes) made safe for a rich console: markup
+    escaped, control characters shown as escapes, the middle of a very long text left out."""
+    from rich.markup import escape
+
+    return escape(shown(text, limit))
+
+
 def render(result: Any, console: Any) -> None:
     """The ranked trials, the best against ORT's defaults, and where the config went."""
-    from rich.markup import escape as x
     from rich.table import Table
 
     unit = result.objective.unit
     console.print(
-        f"[bold]{x(result.model.name)}[/] on [bold]{result.ep.value}[/], objective {result.objective.value} ({unit}), "
+        f"[bold]{_x(result.model.name)}[/] on [bold]{result.ep.value}[/], objective {result.objective.value} ({unit}), "
         f"batch {', '.join(map(str, result.batches))}: {len(result.trials)} trial(s) in {result.elapsed_s:.0f} s "
         f"(space {result.space_size:,} combinations; stopped: {result.stopped})"
     )
@@ -147,29 +155,24 @@ def render(result: Any, console: Any) -> None:
     table.add_column("what differs from ORT's defaults / why", overflow="fold")
     for record in result.trials[:_SHOWN]:
         colour = {"ok": "green", "pruned": "dim", "duplicate": "dim"}.get(record.status.value, "yellow")
-        detail = _lever_text(record.params, base)
+        detail = _x(_lever_text(record.params, base))
         if record.reason:
-            detail += f" [dim]— {x(record.reason)}[/]"
+            detail += f" [dim]— {_x(record.reason)}[/]"
         elif record.is_defaults:
             detail = "ORT defaults"
-        table.add_row(
-            str(record.number),
-            f"[{colour}]{record.status.value}[/]",
-            _value(record, unit),
-            detail if record.reason else x(detail),
-        )
+        table.add_row(str(record.number), f"[{colour}]{record.status.value}[/]", _value(record, unit), detail)
     console.print(table)
     if len(result.trials) > _SHOWN:
         console.print(f"  [dim]... {len(result.trials) - _SHOWN} more trial(s) (see --json)[/]")
     for note in result.notes:
-        console.print(f"  [dim]{x(note)}[/]")
+        console.print(f"  [dim]{_x(note)}[/]")
     if result.stopped == "interrupted":
         finished = sum(1 for t in result.trials if t.status.value == "ok")
         console.print(
             f"[yellow]interrupted: the {len(result.trials)} trial(s) that ended are kept ({finished} measured)"
             + (", the best of them is written" if result.best is not None else "")
-            + f"[/]; continue with: ortgpu tune {x(str(result.model))} --out {x(str(result.journal.parent))} --resume "
-            "(and the same --ep, --objective, --batch, --shape, --dim)"
+            + f"[/]; continue with: ortgpu tune {_x(str(result.model))} --out {_x(str(result.journal.parent))} "
+            "--resume (and the same --ep, --objective, --batch, --shape, --dim)"
         )
     if result.best is None:
         console.print("[red]no trial passed: nothing written[/] (the table says why each failed)")
@@ -177,7 +180,7 @@ def render(result: Any, console: Any) -> None:
     speed = f", {result.speedup:.2f}x ORT's defaults" if result.speedup else ""
     console.print(f"[bold green]best: trial {result.best.number}, {_value(result.best, unit)} {unit}{speed}[/]")
     for written in result.files:
-        console.print(f"  wrote {x(str(written.path))} ({written.what}, sha256 {written.sha256[:12]}...)")
+        console.print(f"  wrote {_x(str(written.path))} ({written.what}, sha256 {written.sha256[:12]}...)")
     console.print(
-        f"  use it: ortgpu bench {x(str(result.model))} --config {x(str(result.config_path))} --against-defaults"
+        f"  use it: ortgpu bench {_x(str(result.model))} --config {_x(str(result.config_path))} --against-defaults"
     )
