@@ -1078,7 +1078,7 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
             result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
         )
     if request.against_defaults:
-        result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
+        result = dataclasses.replace(result, defaults=_defaults_of(request, spec, progress))
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
@@ -1092,11 +1092,17 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     return result
 
 
-def _defaults_of(request: BenchRequest, progress: Progress | None) -> BenchResult:
-    """The same model, batches and measurement with ORT's defaults: no config, numpy in/out (what users get)."""
+def _defaults_of(request: BenchRequest, spec: InputSpec, progress: Progress | None) -> BenchResult:
+    """The same model, inputs (the config's [inputs] too: tune writes the tuned shapes there), batches and
+    measurement with ORT's defaults: no config, numpy in/out (what users get)."""
     plain = dataclasses.replace(
         request,
         config=None,
+        shapes=dict(spec.shapes),
+        dims=dict(spec.dims),
+        ranges=dict(spec.ranges),
+        npz=spec.npz,
+        seed=spec.seed,
         modes=(BenchMode.RUN,),
         all_modes=False,
         provider_options={},
