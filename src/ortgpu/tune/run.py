@@ -739,13 +739,18 @@ def _run_tune(optuna: Any, request: TuneRequest, tell: Progress) -> TuneResult:
         measured[sig] = {**metrics, "value": value}
         return value
 
+    ended = 0  # trials ended in this run: with --trials, progress is the larger of the two shares
+
     def _fraction() -> float:
-        return min(1.0, (time.perf_counter() - started) / request.budget_s)
+        by_time = (time.perf_counter() - started) / request.budget_s
+        by_count = ended / request.max_trials if request.max_trials else 0.0
+        return min(1.0, max(by_time, by_count))
 
     stopped = ""
 
     def after_trial(study: Any, trial: Any) -> None:
-        nonlocal stopped
+        nonlocal stopped, ended
+        ended += 1
         status = trial.user_attrs.get("status", "?")
         value = trial.user_attrs.get("value")
         shown = f"{value:.4g} {request.objective.unit}" if isinstance(value, (int, float)) else status
