@@ -90,13 +90,23 @@ def execute(spec: ExecuteSpec) -> Executed:
         profile_dir=spec.work_dir,
         optimized_model_path=optimized,
     )
-    with session:
+    # The session logger stays at the verbose level the placement needed: its last lines (ORT writes the profile
+    # when the session ends, also when Ctrl-C or SIGTERM stops the runs) are kept off the console.
+    try:
         for _ in range(spec.warmup + spec.runs):
             session.run(inputs.feeds)
-        # The session logger stays at the verbose level the placement needed: keep its last lines off the console.
         with capture_native_stderr():
             trace = session.end_profiling()
             session.close()
+    except BaseException as exc:
+        import traceback
+
+        with capture_native_stderr():
+            session.close()
+            # the frames of the run that was stopped (onnxruntime's own run() among them) hold the session: freed
+            # here, so ORT's last log lines land in the capture, not on the console after "interrupted"
+            traceback.clear_frames(exc.__traceback__)
+        raise
     log = spec.work_dir / _BUILD_LOG
     log.write_text(session.build_log, encoding="utf-8")
     return Executed(
