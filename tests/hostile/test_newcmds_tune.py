@@ -322,3 +322,23 @@ def test_an_interrupted_tune_kills_its_trial_keeps_what_finished_and_says_so(
     config = (out / "ortgpu.toml").read_text()  # the best finished trial is written, whole
     assert config.startswith("# written by ortgpu tune") and "[session]" in config
     assert not [p for p in out.rglob("*.tmp")]  # no half-written file
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a click usage error prints no JSON envelope today; the hostile-input branch's cli/main.py does: drop this "
+    "mark once it is merged",
+)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["tune", "m.onnx", "--objective", "nope"],
+        ["inspect", "m.onnx", "--top", "-1"],
+        ["profile", "m.onnx", "--runs", "0"],
+    ],
+    ids=["tune", "inspect", "profile"],
+)
+def test_a_usage_error_with_json_is_an_error_envelope(args: list[str], capsys) -> None:
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 2
+    envelope(capsys.readouterr().out, 2)

@@ -20,7 +20,13 @@ _MAX_OFF = 25
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml the model will run with.")
 @click.option("--device", "device_id", type=click.IntRange(min=0), help="CUDA device for the placement session.")
-@click.option("--top", type=click.IntRange(min=0, max=10_000), default=10, show_default=True, help="Largest weights.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0, max=10_000),
+    default=10,
+    show_default=True,
+    help="How many of the largest weights to list.",
+)
 @click.option(
     "--kernels/--no-kernels",
     default=True,
