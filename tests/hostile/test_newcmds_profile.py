@@ -45,3 +45,22 @@ def test_an_interrupted_profile_says_one_line_and_leaves_nothing(signum: int, co
     assert [line for line in err.splitlines() if line.strip()] == ["ortgpu: interrupted"], err
     assert not [p.name for p in system_tmp.iterdir() if p.name.startswith("ortgpu-")]
     assert not trace.exists()
+
+
+def test_a_run_ort_refuses_is_one_line_without_ort_log_lines(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """ORT refusing the inputs mid-profile: its "Writing profiler data" log line went to the console too (the
+    session outlived the error through the ORT exception it was raised from). capfd: ORT writes to fd 2."""
+    from ortgpu.cli.main import main
+    from ortgpu.model.zoo import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny.onnx")
+    (tmp_path / "fixed.toml").write_text("[session]\nfree_dims = { batch = 4 }\n")
+    args = ["profile", str(model), "--ep", "cpu", "--runs", "1", "--config", str(tmp_path / "fixed.toml")]
+    capfd.readouterr()
+    code = main([*args, "--shape", "x=1x4", "--trace", str(tmp_path / "t.json")])
+    import gc
+
+    gc.collect()
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code in (1, 2) and len(lines) == 1 and lines[0].startswith("ortgpu: error: "), err

@@ -77,11 +77,16 @@ def command(
     """
     from ortgpu.check import merge_input_spec
     from ortgpu.config import ExecutionProvider, load_config, parse_ep_option
-    from ortgpu.model.inputs import parse_dim, parse_range, parse_shape
+    from ortgpu.model.inputs import InputSpec, parse_dim, parse_range, parse_shape
     from ortgpu.profile import GpuTiming, ProfileRequest, run_profile
 
     config = load_config(config_path)
     compare = load_config(compare_path) if compare_path is not None else None
+    # both sides run on the same inputs: the flags', else --config's [inputs], else --compare's (a tuned config
+    # pins the shapes it was tuned for, and its fixed dims refuse any other)
+    base_inputs = config.inputs
+    if compare is not None and config.inputs == InputSpec():
+        base_inputs = compare.inputs
     stem = model.stem or "model"
     trace = trace if trace is not None else Path(f"{stem}-profile.json")
     compare_trace = None
@@ -94,7 +99,7 @@ def command(
         device_id=device_id,
         config=config,
         inputs=merge_input_spec(
-            config.inputs,
+            base_inputs,
             shapes=dict(parse_shape(s) for s in shapes),
             dims=dict(parse_dim(d) for d in dims),
             ranges=dict(parse_range(r) for r in ranges),

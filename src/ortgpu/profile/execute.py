@@ -99,13 +99,9 @@ def execute(spec: ExecuteSpec) -> Executed:
             trace = session.end_profiling()
             session.close()
     except BaseException as exc:
-        import traceback
-
         with capture_native_stderr():
             session.close()
-            # the frames of the run that was stopped (onnxruntime's own run() among them) hold the session: freed
-            # here, so ORT's last log lines land in the capture, not on the console after "interrupted"
-            traceback.clear_frames(exc.__traceback__)
+            _release_frames(exc)
         raise
     log = spec.work_dir / _BUILD_LOG
     log.write_text(session.build_log, encoding="utf-8")
@@ -124,6 +120,20 @@ def execute(spec: ExecuteSpec) -> Executed:
         ort_version=ort.__version__,
         cuda_launch_blocking=os.environ.get("CUDA_LAUNCH_BLOCKING") == "1",
     )
+
+
+def _release_frames(exc: BaseException) -> None:
+    """The frames of a run that failed or was stopped (onnxruntime's own ``run()`` among them, also through the
+    ORT error an ortgpu error was raised from) hold the session: cleared here, so the session ends inside the
+    capture and ORT's last log lines ("Writing profiler data ...") never reach the console."""
+    import traceback
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        current = current.__cause__ or current.__context__
 
 
 # --------------------------------------------------------------------------------------------- child process
