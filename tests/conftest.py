@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # ortgpu depends on no ONNX Runtime (docs/install.md); the suite runs models, so it needs one installed
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise pytest.UsageError(
+            "the test suite needs an ONNX Runtime here: pip install -e '.[cpu,test]' (or '.[gpu,test]' with a GPU)"
+        )
 
 
 @functools.cache

@@ -31,7 +31,8 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[BinaryIO], None
     if not folder.is_dir():
         raise OutputPathError(f"cannot write {given}: folder {folder} does not exist", "create it first")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        # the name cut to 200 characters: a temp name for a 255-byte target must still fit NAME_MAX
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OutputPathError(f"cannot write {given}: {exc.strerror}", "give a folder you can write to") from None
     try:

@@ -11,7 +11,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, quoted
+from ortgpu.limits import CONFIG_LIMIT, parse_nested, read_input_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.model.inputs import InputSpec
@@ -556,13 +557,13 @@ def parse_bytes(value: Any, where: str = "value") -> int:
     if isinstance(value, int):
         return value
     text = str(value).strip()
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"[0-9]{1,30}", text):
         return int(text)
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]+)", text)
+    match = re.fullmatch(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]+)", text)
     unit = _BYTE_UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
         raise ConfigError(
-            f"{where}: cannot read {value!r} as a byte count",
+            f"{where}: cannot read {quoted(value)} as a byte count",
             "write bytes (8589934592) or a number with a unit: B, KB, MB, GB, TB (powers of 10), KiB, MiB, GiB, TiB",
         )
     return round(float(match.group(1)) * unit)
@@ -586,8 +587,10 @@ def _parse_int(setting: Setting, value: Any, where: str) -> int:
         number = value
     else:
         text = str(value).strip()
-        if not re.fullmatch(r"[+-]?\d+", text):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}", f"set {setting.name} to a whole number")
+        if not re.fullmatch(r"[+-]?[0-9]{1,30}", text):
+            raise ConfigError(
+                f"{where}: expected an integer, got {quoted(value)}", f"set {setting.name} to a whole number"
+            )
         number = int(text)
     return _check_bounds(setting, number, where)
 
@@ -596,11 +599,22 @@ def _parse_bytes_setting(setting: Setting, value: Any, where: str) -> int:
     return _check_bounds(setting, parse_bytes(value, where), where)
 
 
+# onnxruntime takes whole-number settings as a C int and byte counts as a size_t: a value past those would
+# only fail inside ORT's bindings (a multi-line pybind message), so the declaration's range is capped here.
+INT_CEILING = 2**31 - 1
+BYTES_CEILING = 2**63 - 1
+
+
 def _check_bounds(setting: Setting, number: int, where: str) -> int:
-    low, high = setting.minimum, setting.maximum
-    if (low is not None and number < low) or (high is not None and number > high):
-        bounds = f">= {low}" if high is None else f"between {low} and {high}"
-        raise ConfigError(f"{where}: {number} is out of range", f"{setting.name} must be {bounds}")
+    ceiling = BYTES_CEILING if setting.kind is Kind.BYTES else INT_CEILING
+    low = setting.minimum if setting.minimum is not None else -ceiling - 1
+    high = min(setting.maximum, ceiling) if setting.maximum is not None else ceiling
+    if number < low or number > high:
+        bounds = f">= {low}" if high == ceiling else f"between {low} and {high}"
+        if high == ceiling:
+            bounds += f" and at most {ceiling:,} ({'a 64-bit size' if setting.kind is Kind.BYTES else 'a C int'})"
+        shown = str(number) if len(str(number)) <= 24 else f"a {len(str(abs(number)))}-digit number"
+        raise ConfigError(f"{where}: {shown} is out of range", f"{setting.name} must be {bounds}")
     return number
 
 
@@ -636,9 +650,11 @@ def _parse_shapes(setting: Setting, value: Any, where: str) -> dict[str, tuple[i
             raise ConfigError(f'{where}.{name}: expected "1x3x224x224" or a list of ints', 'e.g. image = "1x3x224x224"')
         dims = []
         for part in parts:
-            if isinstance(part, bool) or not re.fullmatch(r"\d+", str(part).strip()):
-                raise ConfigError(f"{where}.{name}: {shape!r} is not a shape of whole numbers", 'e.g. "1x3x224x224"')
-            dims.append(int(str(part).strip()))
+            if isinstance(part, bool) or not re.fullmatch(r"[0-9]{1,19}", str(part).strip()):
+                raise ConfigError(
+                    f"{where}.{name}: {quoted(shape)} is not a shape of whole numbers", 'e.g. "1x3x224x224"'
+                )
+            dims.append(_dim_in_range(int(str(part).strip()), f"{where}.{name}"))
         shapes[str(name)] = tuple(dims)
     return shapes
 
@@ -648,9 +664,17 @@ def _parse_dims(setting: Setting, value: Any, where: str) -> dict[str, int]:
     dims: dict[str, int] = {}
     for name, size in table.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"{where}.{name}: expected a positive integer, got {size!r}", "e.g. batch = 8")
-        dims[str(name)] = size
+            raise ConfigError(f"{where}.{name}: expected a positive integer, got {quoted(size)}", "e.g. batch = 8")
+        dims[str(name)] = _dim_in_range(size, f"{where}.{name}")
     return dims
+
+
+def _dim_in_range(value: int, where: str) -> int:
+    from ortgpu.model.inputs import MAX_DIM
+
+    if value > MAX_DIM:
+        raise ConfigError(f"{where}: dim {value} is larger than ONNX allows ({MAX_DIM:,})", "use a realistic size")
+    return value
 
 
 def _parse_ranges(setting: Setting, value: Any, where: str) -> dict[str, tuple[float, float]]:
@@ -929,16 +953,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
 
-    if not path.exists():
-        raise ConfigError(f"config file not found: {path}", "check the path given to --config")
-    if path.is_dir():
-        raise ConfigError(f"{path} is a directory, not a config file", "give the path of an ortgpu.toml file")
+    hint = "it must be a UTF-8 TOML file (see docs/config.md)"
+    text = read_input_text(path, CONFIG_LIMIT, hint, what="config file", error=ConfigError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}", "it must be a UTF-8 TOML file") from None
-    try:
-        return tomllib.loads(text)
+        return parse_nested(tomllib.loads, text, f"config {path.name}", "see docs/config.md", ConfigError)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path.name} is not valid TOML: {exc}", "fix the line it names (see docs/config.md)"
@@ -989,6 +1007,8 @@ def config_reference_markdown() -> str:
         "",
         "`ortgpu check --config FILE`, `ortgpu.load(model, config=FILE)` and `bench` read this file; `tune` writes it.",
         "It is never read implicitly: pass it. Unknown sections or keys are refused (exit 2) with a did-you-mean.",
+        f"Whole numbers are at most {INT_CEILING:,} (onnxruntime reads them as a C int) and byte counts at most",
+        f"{BYTES_CEILING:,}; the file itself may be at most 1 MiB (`ORTGPU_MAX_CONFIG` raises that).",
         "Provider options given on the command line (`--ep-option KEY=VALUE`, `--device N`) override the file's.",
         "",
         "```toml",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.errors import BadInputError
 from ortgpu.output_paths import check_outputs
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.bench.result import BenchResult
@@ -117,6 +118,7 @@ def run_demo(out_dir: Path | None = None, progress: Progress | None = None) -> D
     from ortgpu.report.html import write_report
     from ortgpu.session import best_available_ep
 
+    import_onnxruntime()  # before the doctor runs: without an ORT the demo cannot run a model
     tell = progress or (lambda message, fraction=None: None)
     folder = Path(out_dir) if out_dir is not None else Path.cwd()
     if not folder.is_dir():

@@ -9,8 +9,19 @@ __all__ = [
     "CheckFailedError",
     "EnvironmentUnfitError",
     "ExitCode",
+    "InternalError",
     "OrtgpuError",
+    "quoted",
 ]
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for a message, cut in the middle when long: a 5,000-digit "dim" stays a one-line error."""
+    text = repr(value) if isinstance(value, str) else repr(str(value))
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 24, 8)
+    return f"{text[: keep // 2]}…{text[-(keep - keep // 2):]} ({len(str(value)):,} characters)"
 
 
 class ExitCode(IntEnum):
@@ -20,6 +31,8 @@ class ExitCode(IntEnum):
     CHECK_FAILED = 1  # the check ran and failed (EP not active, parity off, regression)
     BAD_INPUT = 2  # bad usage or bad input (missing file, corrupt model, wrong shape)
     ENVIRONMENT = 3  # the environment cannot do what was asked (e.g. no GPU)
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), what finished is kept
+    INTERNAL = 70  # a bug in ortgpu (EX_SOFTWARE): never the answer to bad input; please report it
 
 
 class OrtgpuError(Exception):
@@ -63,3 +76,9 @@ class CheckFailedError(OrtgpuError):
     """The check ran and its verdict is negative (exit 1)."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+class InternalError(OrtgpuError):
+    """A bug in ortgpu, not the user's input (exit 70): the one line asks for a report."""
+
+    exit_code = ExitCode.INTERNAL

@@ -11,7 +11,8 @@ from ortgpu.env import matrix
 from ortgpu.env.matrix import LibraryFamily, Platform
 from ortgpu.errors import BadInputError
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
-from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits
+from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
+from ortgpu.knowledge.signals import FUSED_OPS
 
 __all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
 
@@ -57,6 +58,7 @@ class Match:
     matched_line: str
     sources: tuple[str, ...]
     related: tuple[RelatedEntry, ...]
+    matched_by: str = "pattern"  # "pattern", "structure" (library name, provider list, status...) or "wrapped text"
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,9 @@ def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
             "paste the error lines (the last screen of output is usually enough)",
         )
     kb = kb or load_knowledge_base()
-    facts = extract_facts(text)
-    hits = find_hits(text, kb)
+    paste = prepare(text)
+    facts = extract_facts(paste)
+    hits = find_hits(paste, kb)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
         facts = dataclasses.replace(facts, ort_version=None, build_cuda_major=11, build_cudnn_major=8)
@@ -178,6 +181,7 @@ def _match(hit: Hit, facts: PasteFacts, kb: KnowledgeBase, merged: dict[str, lis
         matched_line=_clip(hit.line),
         sources=entry.sources,
         related=related,
+        matched_by=hit.how,
     )
 
 
@@ -222,8 +226,27 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     if "got" in groups and "expected" in groups:
         where = f"dimension {groups['index']}" if "index" in groups else "rank"
         parts.append(f"{where[0].upper() + where[1:]}: got {groups['got']}, the model expects {groups['expected']}.")
-    if "op" in groups:
-        parts.append(f"Operator: {groups['op']}.")
+    if "node" in groups and "op" in groups:
+        parts.append(_node_sentence(groups["op"], groups["node"]))
+    elif "op" in groups:
+        parts.append(_op_sentence(hit.entry.id, groups["op"]))
+    if "status" in groups:
+        code = f" (code {groups['code']})" if "code" in groups else ""
+        parts.append(f"cuDNN returned {groups['status']}{code}.")
+    if "dtype" in groups:
+        parts.append(f"TensorRT cannot take {groups['dtype']} inputs for that layer.")
+    if "providers" in groups:
+        parts.append(
+            f"Providers this onnxruntime offers: {groups['providers']} — no GPU provider at all, so it is a CPU build."
+        )
+    if "device" in groups:
+        parts.append("onnxruntime.get_device() says CPU: the onnxruntime Python imports is a CPU build.")
+    if "package" in groups and hit.entry.id == "FM-02":
+        parts.append(f"`{groups['package']}` (without -gpu) is the CPU build.")
+    if "packages" in groups:
+        parts.append(f"Installed together: {groups['packages']} (they overwrite each other's files).")
+    if "numbers" in groups or "ops" in groups:
+        parts.append(_fp16_sentence(groups.get("numbers"), groups.get("ops")))
     if "version" in groups and hit.entry.family is Family.NOT_GPU:
         limit = f" (this onnxruntime supports up to {groups['max']})" if "max" in groups else ""
         parts.append(f"Model version: {groups['version']}{limit}.")
@@ -235,19 +258,64 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     return text or None
 
 
+def _node_sentence(op: str, node: str) -> str:
+    onnx = FUSED_OPS.get(op)
+    where = f"The failing node is {op} '{node}'"
+    if onnx is None:
+        return f"{where} (ONNX op {op})."
+    return (
+        f"{where}: {op} is not an ONNX op but ONNX Runtime's kernel for {onnx}; with graph optimisations at basic "
+        "(ORT_ENABLE_BASIC) the fusion is off, which shows whether the fused kernel is at fault."
+    )
+
+
+def _op_sentence(entry_id: str, op: str) -> str:
+    if entry_id == "FM-74":
+        return f"TensorRT has no importer or plugin for: {op}."
+    return f"Operator: {op}."
+
+
+def _fp16_sentence(numbers: str | None, ops: str | None) -> str:
+    parts = []
+    if numbers:
+        parts.append(
+            f"Values in the paste past fp16's largest finite number, 65504: {numbers} — they become Inf, then NaN."
+        )
+    if ops:
+        parts.append(
+            f"Ops named: {ops}; sums, powers and exponentials (ReduceMean/ReduceSum/Pow/Softmax/normalisations) are "
+            "where fp16 overflows: keep those nodes in fp32 (the float16 converter's op_block_list / node_block_list)."
+        )
+    return " ".join(parts)
+
+
 def _library_sentence(lib: str) -> str | None:
     info = matrix.library_info(lib)
     if info is None:
-        return f"{lib} is the library that could not be loaded."
+        return (
+            f"{lib} is the library that could not be found or loaded (not a CUDA, cuDNN, TensorRT or driver library "
+            "ortgpu knows by name): install what ships it, or put its folder on the loader path."
+        )
     if info.family is LibraryFamily.CUDA:
-        if info.major is None:
+        if info.major is None and info.component == "cuRAND":
             return (
                 f"{info.name} is {info.component}; its file name is the same in CUDA 11, 12 and 13, so this is a "
                 "missing component, not a CUDA major mismatch."
             )
+        if info.major is None:
+            return (
+                f"{info.name} is {info.component}, part of the CUDA toolkit (its name does not say which CUDA major): "
+                "install that toolkit component, or put its folder on the loader path."
+            )
         builds = _release_ranges(matrix.builds_for_cuda(info.major))
+        if not builds:
+            return (
+                f"{info.name} is {info.describe()}: no ORT release in ortgpu's matrix (1.14 and later) uses CUDA "
+                f"{info.major}, so an old onnxruntime (or another program) asks for it: install the onnxruntime-gpu "
+                "build for the CUDA you have."
+            )
         return f"{info.name} is {info.describe()}: the ORT build that needs it is a CUDA {info.major} build" + (
-            f" (CUDA {info.major} builds: {builds})." if builds else "."
+            f" (CUDA {info.major} builds: {builds})."
         )
     if info.family is LibraryFamily.CUDNN:
         builds = _release_ranges(tuple(b for b in matrix.all_builds() if b.cudnn_major == info.major))

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ortgpu.errors import BadInputError
+from ortgpu.limits import check_input_file
 from ortgpu.untrusted import ByteLimit, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["NPZ_LIMIT", "load_npz"]
+__all__ = ["NPZ_LIMIT", "load_npz", "member_name_problem", "save_npz"]
 
 # Every array of one .npz together, checked on the sizes the file declares before numpy allocates anything.
 NPZ_LIMIT = ByteLimit("ORTGPU_MAX_NPZ", 4 << 30, "array data in one .npz file")
@@ -25,12 +26,12 @@ def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError]
     first: the data it declares (shape x item size) must fit in the member and, summed over the file, in
     NPZ_LIMIT, before numpy allocates the array.
     """
+    import tokenize
     import zipfile
 
     import numpy as np
 
-    if not path.is_file():
-        raise error(f"{what} not found: {path}", "check the path; " + hint)
+    check_input_file(path, what, hint, error=error)  # missing, a folder, /dev/zero, a FIFO: said as such
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -61,8 +62,11 @@ def load_npz(path: Path, *, what: str, contents: str, error: type[BadInputError]
                         "save plain numeric or string arrays (numpy.savez with dtype=str for text), not object arrays",
                     ) from None
                 raise error(f"{what} {path}: array {name!r} is damaged ({exc})", hint) from None
-            except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            except (OSError, zipfile.BadZipFile, EOFError, SyntaxError, tokenize.TokenError) as exc:
+                # numpy parses .npy headers with ast/tokenize: a mangled header raises their errors
                 raise error(f"{what} {path}: array {name!r} is unreadable ({exc})", hint) from None
+            if not isinstance(arrays[name], np.ndarray):  # numpy hands back the raw bytes of a non-.npy member
+                raise error(f"{what} {path}: member {name!r} is not a .npy array", hint)
     return arrays
 
 
@@ -73,6 +77,7 @@ def _declared_bytes(
 
     Refuses a header whose data cannot be in the member: its declared size is larger than the member's.
     """
+    import tokenize
     import zipfile
     import zlib
 
@@ -92,7 +97,7 @@ def _declared_bytes(
             header_bytes = handle.tell()
     except KeyError:
         return None  # not an .npy member: numpy reads it as raw bytes, bounded by the member itself
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error, SyntaxError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error, SyntaxError, tokenize.TokenError) as exc:
         raise error(f"{what} {path}: array {name!r} has no valid .npy header ({exc})", hint) from None
     if dtype.hasobject:
         return None
@@ -111,3 +116,43 @@ def _declared_bytes(
             hint,
         )
     return declared
+
+
+def member_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an array (member) name in an .npz ortgpu writes; None when it can.
+
+    Names come from the model's outputs. Inside a zip nothing is written outside it, but an unzip tool would
+    follow ``../`` or an absolute name out of its folder: such names are refused, as are control characters.
+    """
+    if not name:
+        return "it is empty"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "it holds control characters"
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        return "it is an absolute path"
+    if ".." in parts:
+        return "it climbs out of the archive's folder (..)"
+    if len(name.encode("utf-8")) > 250:
+        return "it is longer than a file name may be"
+    return None
+
+
+def save_npz(handle: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``handle`` as an .npz (one ``NAME.npy`` member each), refusing unsafe names.
+
+    numpy.savez takes the names as keyword arguments, so an output called ``file`` would clash with its own
+    parameter; this writes the same format directly.
+    """
+    import zipfile
+
+    import numpy as np
+
+    for name in arrays:
+        problem = member_name_problem(name)
+        if problem is not None:
+            raise BadInputError(f"cannot save array {name!r} in an .npz: {problem}", "rename the model output")
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", mode="w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)

@@ -7,7 +7,10 @@ import enum
 import json
 import math
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ortgpu.limits import ReadLimit
 
 __all__ = ["SCHEMA_VERSION", "envelope", "read_envelope", "to_jsonable"]
 
@@ -47,18 +50,20 @@ def envelope(command: str, result: Any) -> dict[str, Any]:
     }
 
 
-def read_envelope(path: Path, command: str) -> dict[str, Any]:
-    """Read a document written by :func:`envelope`; raise BadInputError when it is not ours."""
-    from ortgpu.errors import BadInputError
+def read_envelope(path: Path, command: str, limit: ReadLimit | None = None) -> dict[str, Any]:
+    """Read a document written by :func:`envelope`; raise BadInputError when it is not ours.
 
+    The file is read only when it is a regular file within ``limit`` (default: the baseline limit, 64 MiB).
+    """
+    from ortgpu.errors import BadInputError
+    from ortgpu.limits import BASELINE_LIMIT, parse_nested, read_input_text
+
+    hint = f"give a file written by ortgpu {command} --save"
+    text = read_input_text(path, limit or BASELINE_LIMIT, hint, error=BadInputError)
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInputError(f"{path}: no such file", "check the path") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(
-            f"{path}: not a JSON file ({exc})", f"give a file written by ortgpu {command} --save"
-        ) from None
+        doc = parse_nested(json.loads, text, f"{path}", hint, BadInputError)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"{path}: not a JSON file ({exc})", hint) from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if not isinstance(schema, str) or not schema.startswith(f"ortgpu.{command}/v"):
         raise BadInputError(

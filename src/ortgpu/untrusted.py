@@ -14,7 +14,6 @@ __all__ = [
     "human_bytes",
     "name_problem",
     "printable",
-    "shown",
     "text_problem",
 ]
 
@@ -69,20 +68,6 @@ def printable(text: str, limit: int = 60) -> str:
     return repr(text[:half]) + "..." + repr(text[-half:])
 
 
-def shown(text: object, limit: int = 200) -> str:
-    """``text`` from a model or file for a terminal line or table cell: control characters as escapes (``\\x1b``),
-    and past ``limit`` characters its middle left out, saying how much (a 100 KB name is a few lines, not 100 KB
-    that a table folds for minutes). No markup escaping: do that where the text goes into rich markup."""
-    value = str(text)
-    if len(value) > limit:
-        keep = max(limit - 30, 8)
-        head, tail = keep * 2 // 3, keep - keep * 2 // 3
-        value = f"{value[:head]}…[{len(value) - head - tail:,} more characters]…{value[-tail:]}"
-    if value.isprintable():
-        return value
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
-
-
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -107,7 +92,10 @@ class ByteLimit:
             raise BadInputError(
                 f"{self.variable}={raw!r} is not a size", "set it to a size such as 8G, 512M or 1000000 (bytes)"
             )
-        return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+        value = float(match.group(1)) * _UNITS[match.group(2).lower()]
+        if value >= 2**63:  # also the 5,000-digit numbers float() makes infinite
+            raise BadInputError(f"{self.variable} is larger than a 64-bit size", "set it to a size such as 8G")
+        return int(value)
 
     def hint(self) -> str:
         """How to raise the limit, for an error message."""
@@ -116,8 +104,8 @@ class ByteLimit:
 
 def human_bytes(size: int) -> str:
     value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
             return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"

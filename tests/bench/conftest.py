@@ -101,8 +101,8 @@ def make_result():
     from ortgpu.bench.stats import compute_stats
     from ortgpu.config import ExecutionProvider
 
-    def build(rows, sha: str = "a" * 64, **env_changes: object) -> BenchResult:
-        rng = np.random.default_rng(0)
+    def build(rows, sha: str = "a" * 64, seed: int = 0, timeline: bool = False, **env_changes: object) -> BenchResult:
+        rng = np.random.default_rng(seed)
         cases = []
         for ep, mode, batch, p50, jitter in rows:
             samples = (p50 + rng.uniform(-jitter, jitter, 200)) * 1e6
@@ -116,6 +116,7 @@ def make_result():
                     status=CaseStatus.OK,
                     shapes={"x": (batch, 4)},
                     stats=compute_stats(samples.astype(np.int64), batch, wall_s=float(samples.sum() / 1e9)),
+                    timeline_ms=tuple(float(v) for v in samples / 1e6) if timeline else (),
                 )
             )
         return BenchResult(

@@ -296,3 +296,18 @@ def test_against_defaults_measures_the_defaults_on_the_configs_inputs(tiny_model
     result = run_bench(request)
     assert result.defaults is not None and [c.batch for c in result.defaults.cases] == [4]
     assert list(result.speedups_over_defaults()) == ["cpu/iobinding batch 4"]
+
+
+def test_against_defaults_is_in_the_html_report(tiny_model: Path, tmp_path: Path) -> None:
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('[run]\nmode = "iobinding"\n')
+    report = tmp_path / "r.html"
+    request = BenchRequest(
+        tiny_model, ep=ExecutionProvider.CPU, modes=(), config=config, iterations=20, against_defaults=True,
+        report=report,
+    )  # fmt: skip
+    result = run_bench(request)
+    html = report.read_text(encoding="utf-8")
+    (speedup,) = result.speedups_over_defaults().values()
+    assert '<table id="against-defaults">' in html and "ORT defaults (run)" in html
+    assert f"{speedup:.2f}x" in html and "ortgpu.toml (iobinding)" in html

@@ -14,18 +14,61 @@ from ortgpu.check import (
     compare_output,
     parse_tolerances,
 )
+from ortgpu.check.parity import worst_sample
 
 # --------------------------------------------------------------------------------------------- compare_output
 
 
-def test_nan_and_inf_match_only_themselves() -> None:
+def test_nan_never_matches_not_even_nan_and_inf_matches_only_itself() -> None:
     ref = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
-    assert compare_output("y", ref.copy(), ref, Precision.FP32).status is ParityStatus.PASS
-    flipped = np.array([np.nan, -np.inf, -np.inf, 1.0], np.float32)
-    result = compare_output("y", flipped, ref, Precision.FP32)
+    same = compare_output("y", ref.copy(), ref, Precision.FP32)
+    assert same.status is ParityStatus.FAIL and same.mismatches == 1 and same.worst_index == (0,)
+    infinities = np.array([1.0, np.inf, -np.inf, 1.0], np.float32)
+    assert compare_output("y", infinities, infinities.copy(), Precision.FP32).status is ParityStatus.PASS
+    flipped = np.array([1.0, -np.inf, -np.inf, 1.0], np.float32)
+    result = compare_output("y", flipped, infinities, Precision.FP32)
     assert result.status is ParityStatus.FAIL and result.mismatches == 1 and result.worst_index == (1,)
-    assert result.nan_count == 1 and result.inf_count == 2 and result.reference_inf_count == 2
+    assert result.nan_count == 0 and result.inf_count == 2 and result.reference_inf_count == 2
     assert result.nonfinite_mismatches == 1 and "1 where NaN/Inf meets another value" in result.failure_line()
+
+
+def test_metrics_snr_median_and_the_tolerances_that_would_pass() -> None:
+    ref = np.array([1.0, 2.0, 4.0, 0.0], np.float64)
+    got = ref + np.array([0.0, 0.01, -0.04, 0.001])
+    result = compare_output("y", got, ref, Precision.FP64, atol=0.0, rtol=1e-3)
+    assert result.status is ParityStatus.FAIL
+    assert result.median_abs == pytest.approx((0.001 + 0.01) / 2)
+    signal, noise = 1 + 4 + 16, 0.01**2 + 0.04**2 + 0.001**2
+    assert result.snr_db == pytest.approx(10 * np.log10(signal / noise))
+    # smallest atol with rtol 1e-3: max(|d| - 1e-3 |ref|) = 0.04 - 0.004
+    assert result.min_atol == pytest.approx(0.036)
+    # no rtol passes with atol 0: the last element's reference is 0 and it is off
+    assert result.min_rtol is None
+    loose = compare_output("y", got, ref, Precision.FP64, atol=0.002, rtol=0.0)
+    assert loose.min_rtol == pytest.approx((0.04 - 0.002) / 4)
+    passing = compare_output("y", got, ref, Precision.FP64, atol=loose.min_atol, rtol=0.0)
+    assert passing.status is ParityStatus.PASS
+    assert "would pass with atol 0.036" in result.failure_line()
+    histogram = result.histogram
+    assert histogram is not None and histogram.exact == 1 and sum(histogram.counts) == 3
+    assert histogram.edges[0] <= 0.001 and histogram.edges[-1] >= 0.04
+
+
+def test_identical_outputs_have_infinite_snr_and_one_exact_bar() -> None:
+    ref = np.linspace(-1, 1, 10).astype(np.float32)
+    result = compare_output("y", ref.copy(), ref, Precision.FP32)
+    assert result.snr_db == float("inf") and result.min_atol == 0.0 and result.min_rtol == 0.0
+    assert result.histogram is not None and result.histogram.exact == 10 and result.histogram.counts == ()
+
+
+def test_worst_sample_is_named_with_the_failure_count() -> None:
+    ref = np.ones(4, np.float32)
+    good = compare_output("y", ref.copy(), ref, Precision.FP32)
+    bad = compare_output("y", ref * 2, ref, Precision.FP32)
+    worse = compare_output("y", ref * 3, ref, Precision.FP32)
+    merged = worst_sample([("a.npz", good), ("b.npz", worse), ("c.npz", bad)])
+    assert merged.sample == "b.npz" and merged.samples == 3 and merged.samples_failed == 2
+    assert merged.max_abs == 2.0 and "worst of 3 samples: b.npz, 2 failed" in merged.failure_line()
 
 
 def test_default_atol_follows_the_output_scale() -> None:

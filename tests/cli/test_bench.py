@@ -48,16 +48,23 @@ def test_save_then_compare_with_baseline(model: Path, tmp_path: Path, capsys: py
     for case in doc["result"]["cases"]:
         for key in ("p50_ms", "p95_ms", "mad_ms"):
             case["stats"][key] = case["stats"][key] / 10 if key != "mad_ms" else 0.0
+        case["stats"]["quantiles_ms"] = [q / 10 for q in case["stats"]["quantiles_ms"]]
+        case["timeline_ms"] = [t / 10 for t in case["timeline_ms"]]  # the latencies the statistical test uses
+        case["cpu_ms_per_run"] = [t / 10 for t in case["cpu_ms_per_run"]]  # and the CPU time per run (CPU EP)
     fast = tmp_path / "fast.json"
     fast.write_text(json.dumps(doc))
     capsys.readouterr()
     assert main(["bench", str(model), "--baseline", str(fast), "--max-regression", "10%", *QUICK]) == 1
     out = capsys.readouterr().out
     assert "regressed" in out and "against" in out
+    assert "confirmed by a re-measure" in out  # a regression is measured twice before it fails the run
     # a baseline measured ten times slower: no regression
     for case in doc["result"]["cases"]:
         for key in ("p50_ms", "p95_ms"):
             case["stats"][key] = case["stats"][key] * 1000
+        case["stats"]["quantiles_ms"] = [q * 1000 for q in case["stats"]["quantiles_ms"]]
+        case["timeline_ms"] = [t * 1000 for t in case["timeline_ms"]]
+        case["cpu_ms_per_run"] = [t * 1000 for t in case["cpu_ms_per_run"]]
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(doc))
     assert main(["bench", str(model), "--baseline", str(slow), *QUICK]) == 0

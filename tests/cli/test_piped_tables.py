@@ -11,12 +11,6 @@ from onnx import TensorProto, helper
 
 from ortgpu.cli.main import main
 
-pytestmark = pytest.mark.xfail(
-    strict=True,
-    reason="the console folds at 80 columns off a terminal; the hostile-input branch's cli/output.py console (no "
-    "wrapping for pipes and files) fixes it: drop this mark once it is merged",
-)
-
 LONG = "encoder_layer_11_attention_output_dense_bias_add_with_a_name_as_long_as_exporters_write_them"
 
 

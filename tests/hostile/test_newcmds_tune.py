@@ -324,11 +324,6 @@ def test_an_interrupted_tune_kills_its_trial_keeps_what_finished_and_says_so(
     assert not [p for p in out.rglob("*.tmp")]  # no half-written file
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a click usage error prints no JSON envelope today; the hostile-input branch's cli/main.py does: drop this "
-    "mark once it is merged",
-)
 @pytest.mark.parametrize(
     "args",
     [

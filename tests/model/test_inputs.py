@@ -148,7 +148,7 @@ def test_dims_shapes_and_expressions(models: dict[str, ModelInfo]) -> None:
     [
         (
             InputSpec(dims={"width": 6, "seq": 4}, shapes={"unnamed": (1, 2, 4), "question": (1, 7)}),
-            ("'named'", "'height'", "--dim height=VALUE"),
+            ("'named'", "'height'", "--dim height=224"),
         ),
         (
             InputSpec(dims={"height": 5, "width": 6, "seq": 4}, shapes={"question": (1, 7)}),
@@ -156,7 +156,7 @@ def test_dims_shapes_and_expressions(models: dict[str, ModelInfo]) -> None:
         ),
         (
             InputSpec(dims={"height": 5, "width": 6}, shapes={"unnamed": (1, 2, 4), "question": (1, 7)}),
-            ("'expression'", "seq*2", "--dim seq=VALUE"),
+            ("'expression'", "seq*2", "--dim seq=128"),
         ),
     ],
     ids=["named", "unnamed", "expression"],

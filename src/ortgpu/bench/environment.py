@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.runtime.guard import import_onnxruntime
+
 if TYPE_CHECKING:  # pragma: no cover
     from ortgpu.check.result import PackageLibrary
 
@@ -180,7 +182,7 @@ def collect_environment(
     """Record this process's environment. ``session`` (an onnxruntime.InferenceSession) adds the active providers
     and their options as ORT reports them; ``config_session`` is the [session] settings the sessions were built with.
     """
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     try:
         from onnxruntime.capi import build_and_package_info as build

@@ -10,6 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ortgpu.errors import EnvironmentUnfitError
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -180,7 +181,7 @@ class IoBindingMode(ModeRunner):
 
     def _prepare(self) -> Callable[[], Any]:
         import numpy as np
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         self._inputs = {
             name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array), self.device.type, self.device.id)
@@ -255,7 +256,7 @@ class CudaGraphMode(IoBindingMode):
 
     def _bind_outputs(self, binding: Any) -> None:
         import numpy as np
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         specs = self.output_specs or {}
         self._outputs = {

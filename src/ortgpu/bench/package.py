@@ -142,7 +142,7 @@ def _measure(
         try:
             case, run = _run_case(located, request, plan, shapes, model, options if plan.ep is ep else {}, settings)
         except KeyboardInterrupt:
-            reason = "interrupted: the runs of its child process were lost"
+            reason = "the runs of its child process were lost"
             cases.append(_case(plan, CaseStatus.INTERRUPTED, shapes, reason=reason))
             interrupted = True
             break

@@ -132,6 +132,8 @@ class BenchCase:
     provider_options: dict[str, str] = field(default_factory=dict)
     speedup_vs_cpu: float | None = None  # CPU EP p50 / this p50 at the same batch and concurrency
     timeline_ms: tuple[float, ...] = ()  # up to a few hundred latencies in run order (for drift plots)
+    cpu_per_wall: float | None = None  # process CPU seconds per wall second over the timed runs (None: not known)
+    cpu_ms_per_run: tuple[float, ...] = ()  # process CPU ms per run, one value per slice (~1/8 of 0.1 s) of runs
     # [session] free-dim overrides the case's own session was built with (CUDA graph: the shapes it captures)
     fixed_dims: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -195,6 +197,16 @@ class CaseComparison:
     noise_ms: float  # the baseline's own spread (MAD x 1.4826: a standard deviation that stalls do not inflate)
     verdict: Verdict
     reasons: tuple[str, ...] = ()
+    # the statistical test on the latencies both runs kept (method "none": an old baseline without them)
+    method: str = "none"
+    shift: float | None = None  # median(new) / median(baseline) - 1
+    shift_ci: tuple[float, float] | None = None  # 95% bootstrap interval of the shift
+    p_value: float | None = None  # one-sided Mann-Whitney U, new slower than the baseline
+    confidence: float | None = None  # bootstrap probability that the shift exceeds max_regression
+    remeasured: tuple[float, ...] = ()  # shifts of re-measures of a case that first looked regressed
+    cpu_share: tuple[float, float] | None = None  # CPU seconds per wall second: baseline, this run (CPU EP)
+    cpu_shift: float | None = None  # CPU EP: median CPU time per run, this run / baseline - 1
+    cpu_p_value: float | None = None  # one-sided Mann-Whitney U on the CPU time per run
 
 
 @dataclass(frozen=True)

@@ -12,22 +12,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortgpu.bench.clocks import ClockWatch
+from ortgpu.bench.gate import start_gate
 from ortgpu.bench.modes import BenchMode, Device, ModeRefusedError, ModeRunner, OutputSpec, device_for, mode_class
 from ortgpu.bench.result import (
+    BaselineComparison,
     BenchCase,
     BenchResult,
     BenchSettings,
+    CaseKey,
     CaseStatus,
     ColdStart,
     Hint,
     HintKind,
     ModelSummary,
+    Verdict,
     WarmupReport,
 )
 from ortgpu.bench.stats import MIN_RUNS, compute_stats
 from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.model.free_dims import FixedDims, fixed_dims_for, input_dim_labels
 from ortgpu.output_paths import check_outputs
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -248,6 +253,24 @@ def _timed_chunk(step: Callable[[], Any], out: list[int], start: int, count: int
         raise _Interrupted(i - start) from None
 
 
+_CPU_SLICES = 8  # process CPU time is read this many times per chunk, between runs (never inside a timed run)
+
+
+def _timed_slices(
+    step: Callable[[], Any], out: list[int], start: int, count: int, cpu: list[tuple[int, int]]
+) -> None:
+    """``_timed_chunk`` in a few slices, appending (runs, process CPU ns) per slice to ``cpu``."""
+    size = max(1, math.ceil(count / _CPU_SLICES))
+    for first in range(0, count, size):
+        n = min(size, count - first)
+        before = time.process_time_ns()
+        try:
+            _timed_chunk(step, out, start + first, n)
+        except _Interrupted as exc:
+            raise _Interrupted(first + exc.done) from None
+        cpu.append((n, time.process_time_ns() - before))
+
+
 def _median(values: Sequence[int]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -304,6 +327,14 @@ class _Measurement:
     start_ns: int = 0
     end_ns: int = 0
     interrupted: bool = False
+    cpu_start_ns: int = 0  # process CPU time (all threads) at start and end: how much CPU the runs got
+    cpu_end_ns: int = 0
+    cpu_chunks: list[tuple[int, int]] = field(default_factory=list)  # (runs, process CPU ns) per timed slice
+
+    @property
+    def cpu_per_wall(self) -> float | None:
+        wall = self.end_ns - self.start_ns
+        return (self.cpu_end_ns - self.cpu_start_ns) / wall if wall > 0 and self.cpu_end_ns else None
 
 
 def _measure(
@@ -322,6 +353,7 @@ def _measure(
     if iterations is not None:
         samples.extend([0] * iterations)
     done = 0
+    result.cpu_start_ns = time.process_time_ns()
     result.start_ns = clock()
     deadline = result.start_ns + int(duration_s * 1e9)
     while True:
@@ -333,7 +365,7 @@ def _measure(
             count = chunk
             samples.extend([0] * count)
         try:
-            _timed_chunk(step, samples, done, count)
+            _timed_slices(step, samples, done, count, result.cpu_chunks)
         except _Interrupted as exc:
             done += exc.done
             result.interrupted = True
@@ -351,6 +383,7 @@ def _measure(
         if stop is not None and stop.is_set():
             break
     result.end_ns = clock()
+    result.cpu_end_ns = time.process_time_ns()
     del samples[done:]
     return result
 
@@ -366,6 +399,10 @@ class _Plan:
     concurrency: int
     sessions: int
     skip: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.ep.value}/{self.mode.value}/b{self.batch}/x{self.concurrency}/s{self.sessions}"
 
 
 @dataclass
@@ -559,6 +596,7 @@ class _CaseRun:
         with runner:
             step = runner.prepare()
             typical = self._first_and_warm(step, policy=True)
+            start_gate(self.plan.key)  # bench --devices: every process's timed runs start together
             return _measure(step, self.request.iterations, self.duration_s, typical, self.report)
 
     def threaded(self, runners: list[ModeRunner]) -> _Measurement:
@@ -566,7 +604,7 @@ class _CaseRun:
         overlap other CUDA work), then released together."""
         count = len(runners)
         lock = threading.Lock()
-        barrier = threading.Barrier(count)
+        barrier = threading.Barrier(count, action=lambda: start_gate(self.plan.key))
         stop = threading.Event()
         results: list[_Measurement | None] = [None] * count
         errors: list[BaseException | None] = [None] * count
@@ -612,6 +650,8 @@ class _CaseRun:
         if done:
             merged.start_ns = min(r.start_ns for r in done)
             merged.end_ns = max(r.end_ns for r in done)
+            merged.cpu_start_ns = min(r.cpu_start_ns for r in done)  # process-wide clock: the outer window
+            merged.cpu_end_ns = max(r.cpu_end_ns for r in done)
             for r in done:
                 merged.samples.extend(r.samples)
         return merged
@@ -636,7 +676,7 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 
 
 def _translate(exc: BaseException, ep: ExecutionProvider) -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.failures import Phase, translate_ort_error
 
@@ -694,7 +734,7 @@ def _run_case(
         raise
     except KeyboardInterrupt:
         return _case(
-            plan, CaseStatus.INTERRUPTED, shapes, reason="interrupted before any timed run", provider_options=options
+            plan, CaseStatus.INTERRUPTED, shapes, reason="before any timed run", provider_options=options
         ), True
     except _ort_errors() as exc:  # e.g. out of memory at a large batch: the case records it, the others still run
         return _case(plan, CaseStatus.FAILED, shapes, reason=_translate(exc, plan.ep), provider_options=options), False
@@ -708,7 +748,7 @@ def _run_case(
             plan,
             CaseStatus.INTERRUPTED,
             shapes,
-            reason="interrupted before any timed run",
+            reason="before any timed run",
             cold=cold,
             warmup=run.warmup_report(),
             provider_options=options,
@@ -719,13 +759,19 @@ def _run_case(
         plan,
         status,
         shapes,
-        reason="interrupted: stats cover the runs that finished" if measurement.interrupted else None,
+        reason="stats cover the runs that finished" if measurement.interrupted else None,
         stats=stats,
         warmup=run.warmup_report(),
         cold=cold,
         gpu_memory_used_bytes=memory,
         provider_options=options,
         timeline_ms=_timeline(measurement.samples),
+        cpu_per_wall=measurement.cpu_per_wall,
+        # CPU time per run, slice by slice: what the runs cost whatever else the machine did (one thread only;
+        # with several, the process clock mixes their slices)
+        cpu_ms_per_run=tuple(ns / runs / 1e6 for runs, ns in measurement.cpu_chunks if runs)
+        if plan.concurrency == 1
+        else (),
         fixed_dims=fixed.session_settings() if fixed is not None and not fixed.empty else {},
     ), measurement.interrupted
 
@@ -855,7 +901,7 @@ def _hints(
         details = ", ".join(f"{detail} at {where}" for where, detail in items)
         hints.append(Hint(kind, template.format(details), None))
     if interrupted:
-        hints.append(Hint(HintKind.INTERRUPTED, "interrupted: only the cases that finished are reported"))
+        hints.append(Hint(HintKind.INTERRUPTED, "only the cases that finished are reported"))
     return tuple(hints)
 
 
@@ -971,7 +1017,7 @@ def _measure_through_wheel(
             except KeyboardInterrupt:
                 stopped = True
                 case = _case(
-                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="interrupted while opening its session"
+                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session"
                 )
             cases.append(case)
             if stopped:
@@ -986,6 +1032,53 @@ def _measure_through_wheel(
     return Measured(ep, ep_reason, auto_ep, tuple(cases), interrupted, environment)
 
 
+def _remeasure(
+    request: BenchRequest,
+    config: Config,
+    model: ModelInfo,
+    by_batch: Mapping[int, _Shapes],
+    comparison: BaselineComparison,
+    tell: Progress,
+) -> dict[CaseKey, BenchCase]:
+    """Measure each regressed case once more, the same way (its own request, no save, report or baseline)."""
+    from ortgpu.config import ExecutionProvider
+
+    again: dict[CaseKey, BenchCase] = {}
+    for compared in comparison.cases:
+        if compared.verdict is not Verdict.REGRESSED:
+            continue
+        key = compared.key
+        one = dataclasses.replace(
+            request,
+            ep=ExecutionProvider(key.ep),
+            modes=(BenchMode(key.mode),),
+            all_modes=False,
+            batches=(key.batch,),
+            concurrency=(key.concurrency,),
+            sessions=key.sessions,
+            compare_cpu=False,
+            save=None,
+            report=None,
+            baseline=None,
+        )
+        tell(f"re-measuring {key.label}: it looked regressed", None)
+        shapes = {key.batch: by_batch[key.batch]}
+        if request.package is None:
+            measured = _measure_through_wheel(one, config, model, shapes, one.ep, "re-measure", False, _quiet)
+        else:
+            from ortgpu.bench.package import measure_through_package
+
+            measured = measure_through_package(one, request.package, config, model, shapes, _quiet)
+        found = [c for c in measured.cases if c.key == key and c.measured]
+        if found:
+            again[key] = found[0]
+    return again
+
+
+def _quiet(message: str, fraction: float | None = None) -> None:
+    return None
+
+
 def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchResult:
     """Benchmark ``request.model``; see BenchRequest. Ctrl-C stops it early: the result then holds what finished
     and is marked interrupted. Writes ``request.save`` / ``request.report`` when given (atomically).
@@ -994,7 +1087,13 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     anything runs, ModeRefusedError / ProviderUnavailableError (exit 3) when this machine cannot do it. With
     ``request.package``: the library-location errors (exit 2) and ProviderLoadError (exit 3, ORT's own text).
     """
-    from ortgpu.bench.archive import check_same_model, compare_to_baseline, load_result, save_result
+    from ortgpu.bench.archive import (
+        check_same_model,
+        compare_to_baseline,
+        confirm_regressions,
+        load_result,
+        save_result,
+    )
     from ortgpu.check.run import merge_input_spec
     from ortgpu.config import ExecutionProvider, load_config
     from ortgpu.model.inspect import inspect_model
@@ -1074,9 +1173,11 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         package=measured.package,
     )
     if baseline is not None and result.measured_cases:
-        result = dataclasses.replace(
-            result, comparison=compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
-        )
+        comparison = compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
+        if comparison.regressed and not result.interrupted:  # a case that flips on a re-measure is not a regression
+            again = _remeasure(request, config, model, by_batch, comparison, tell)
+            comparison = confirm_regressions(comparison, again, baseline)
+        result = dataclasses.replace(result, comparison=comparison)
     if request.against_defaults:
         result = dataclasses.replace(result, defaults=_defaults_of(request, spec, progress))
     if request.save is not None:

@@ -7,12 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ALPHA",
     "CV_WARN",
+    "MIN_CPU_CHUNKS",
     "MIN_RUNS",
+    "MIN_SAMPLES",
     "STALL_FACTOR",
     "TAIL_WARN",
     "LatencyStats",
+    "ShiftTest",
     "compute_stats",
+    "kept_latencies",
+    "shift_test",
     "stability_problems",
 ]
 
@@ -137,4 +143,81 @@ def compute_stats(samples_ns: Sequence[int] | Any, batch: int, wall_s: float) ->
         quantiles_ms=tuple(float(q) for q in quantiles),
         mad_ms=mad,
         stalls=stalls,
+    )
+
+
+# ------------------------------------------------------------------------------------------- against a baseline
+
+ALPHA = 0.01  # one-sided Mann-Whitney U: how sure the new run is slower before a shift can count
+MIN_SAMPLES = 20  # fewer kept latencies than this on either side: no test, threshold only
+MIN_CPU_CHUNKS = 8  # CPU time per run is kept per slice of runs: at least this many slices a side to test it
+BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class ShiftTest:
+    """How a run's latencies compare with a baseline's, from the latencies both kept.
+
+    ``shift`` is median(new) / median(baseline) - 1 (0.15: 15% slower), ``ci_low`` / ``ci_high`` its 95% bootstrap
+    interval. ``p_slower`` / ``p_faster`` are one-sided Mann-Whitney U p-values (small: the new run really is
+    slower / faster). ``confidence`` is the bootstrap probability that the shift exceeds the threshold.
+    ``method`` says which latencies were used: "samples" (the latencies kept in run order), "quantiles" (the
+    101 percentiles of an older file) or "none" (too few on a side: no test).
+    """
+
+    method: str
+    n_baseline: int
+    n_new: int
+    shift: float
+    ci_low: float
+    ci_high: float
+    p_slower: float
+    p_faster: float
+    confidence: float
+
+
+def kept_latencies(timeline_ms: Sequence[float], quantiles_ms: Sequence[float]) -> tuple[tuple[float, ...], str]:
+    """The latencies a saved case carries for a test: its samples in run order, else its percentiles."""
+    if len(timeline_ms) >= MIN_SAMPLES:
+        return tuple(timeline_ms), "samples"
+    if len(quantiles_ms) >= MIN_SAMPLES:
+        return tuple(quantiles_ms), "quantiles"
+    return (), "none"
+
+
+def shift_test(
+    baseline_ms: Sequence[float],
+    new_ms: Sequence[float],
+    threshold: float,
+    *,
+    seed: int = 0,
+    min_samples: int = MIN_SAMPLES,
+) -> ShiftTest | None:
+    """Test whether ``new_ms`` is slower than ``baseline_ms`` (None when a side has fewer than ``min_samples``)."""
+    import numpy as np
+    from scipy.stats import mannwhitneyu
+
+    old = np.asarray(baseline_ms, dtype=np.float64)
+    new = np.asarray(new_ms, dtype=np.float64)
+    old, new = old[np.isfinite(old) & (old > 0)], new[np.isfinite(new) & (new > 0)]
+    if old.size < min_samples or new.size < min_samples:
+        return None
+    shift = float(np.median(new) / np.median(old) - 1.0)
+    slower = mannwhitneyu(new, old, alternative="greater")
+    faster = mannwhitneyu(new, old, alternative="less")
+    rng = np.random.default_rng(seed)
+    old_medians = np.median(old[rng.integers(0, old.size, (BOOTSTRAP_RESAMPLES, old.size))], axis=1)
+    new_medians = np.median(new[rng.integers(0, new.size, (BOOTSTRAP_RESAMPLES, new.size))], axis=1)
+    shifts = new_medians / old_medians - 1.0
+    low, high = np.percentile(shifts, (2.5, 97.5))
+    return ShiftTest(
+        method="samples",
+        n_baseline=int(old.size),
+        n_new=int(new.size),
+        shift=shift,
+        ci_low=float(low),
+        ci_high=float(high),
+        p_slower=float(slower.pvalue),
+        p_faster=float(faster.pvalue),
+        confidence=float((shifts > threshold).mean()),
     )

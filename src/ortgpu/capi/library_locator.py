@@ -2,7 +2,10 @@
 
 Archives are opened with ``ortgpu.env.archive`` (every member checked before anything is extracted, only ORT's
 own files extracted, into a temp folder removed at the end). The chosen file must be for this machine's OS and
-CPU: a Windows DLL on Linux or an aarch64 library on x86_64 is refused with the reason, before any load.
+CPU: a Windows DLL on Linux or an aarch64 library on x86_64 is refused with the reason, before any load; and it
+must export ``OrtGetApiBase`` (read from its symbol or export table): loading a library runs its constructors, so
+a file that is not ONNX Runtime is refused before it is loaded. What a real-looking library does once loaded is
+its own code: ortgpu runs it in a child process, but cannot make it safe.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ __all__ = [
     "LibraryNotFoundError",
     "LibraryPlatformError",
     "LocatedLibrary",
+    "NotOrtLibraryFileError",
     "SourceKind",
+    "exports_symbol",
     "host_platform",
     "is_core_library",
     "library_platform",
@@ -44,6 +49,10 @@ class AmbiguousLibraryError(BadInputError):
 
 class LibraryPlatformError(BadInputError):
     """The library is built for another OS or CPU than this machine's."""
+
+
+class NotOrtLibraryFileError(BadInputError):
+    """A shared library that does not export OrtGetApiBase: not ONNX Runtime, refused before it is loaded."""
 
 
 class SourceKind(Enum):
@@ -147,6 +156,7 @@ def _from_file(source: Path) -> LocatedLibrary:
         raise LibraryNotFoundError(f"{source.name} is not ONNX Runtime's C library", hint)
     label = library_platform(source)
     _require_host(source, source.name, label)
+    _require_ort_api(source, source.name)
     return LocatedLibrary(
         path=source.absolute(),
         source=source,
@@ -202,6 +212,7 @@ def _choose(source: Path, kind: SourceKind, opened: OpenedPackage) -> LocatedLib
             "give the folder or file of the one you mean",
         )
     member = fitting[0]
+    _require_ort_api(opened.files[member], member)
     return LocatedLibrary(
         path=opened.files[member].absolute(),
         source=source,
@@ -210,6 +221,75 @@ def _choose(source: Path, kind: SourceKind, opened: OpenedPackage) -> LocatedLib
         platform=host,
         version=_version_from_name(member) or _version_file(opened, member),
     )
+
+
+ORT_ENTRY_POINT = "OrtGetApiBase"  # the one symbol every ONNX Runtime C library exports, since C API 1
+
+
+def _require_ort_api(path: Path, member: str) -> None:
+    """Refuse, without loading it, a library that does not export OrtGetApiBase (loading would run its code)."""
+    if not exports_symbol(path, ORT_ENTRY_POINT):
+        raise NotOrtLibraryFileError(
+            f"{member} does not export {ORT_ENTRY_POINT}: it is not an ONNX Runtime C library, and it was not "
+            "loaded (loading a library runs its code)",
+            "give the libonnxruntime.so* / onnxruntime.dll of an ONNX Runtime release",
+        )
+
+
+def exports_symbol(path: Path, name: str) -> bool:
+    """Whether the ELF or PE file at ``path`` exports (defines) ``name``, read statically from its tables."""
+    from ortgpu.env.binary import BinaryFormatError
+
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise LibraryNotFoundError(f"{path}: cannot read ({exc.strerror})", "check the path and permissions") from None
+    try:
+        if magic == b"\x7fELF":
+            return _elf_exports(path, name)
+        if magic[:2] == b"MZ":
+            return _pe_exports(path, name)
+    except (ValueError, OSError, KeyError, AttributeError, TypeError) as exc:
+        raise BinaryFormatError(f"{path}: cannot read its symbol table ({exc})", "re-download the package") from None
+    return False
+
+
+def _elf_exports(path: Path, name: str) -> bool:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSegment
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    try:
+        with open(path, "rb") as handle:
+            elf = ELFFile(handle)
+            tables = [s for s in elf.iter_sections() if isinstance(s, SymbolTableSection) and s.name == ".dynsym"]
+            if not tables:  # no section headers (stripped hard): the loader's own view, through PT_DYNAMIC
+                tables = [s for s in elf.iter_segments() if isinstance(s, DynamicSegment)]
+            for table in tables:
+                for symbol in table.iter_symbols():
+                    if symbol.name == name and symbol["st_shndx"] != "SHN_UNDEF":
+                        return True
+    except ELFError as exc:
+        raise ValueError(str(exc)) from None
+    return False
+
+
+def _pe_exports(path: Path, name: str) -> bool:
+    import pefile
+
+    try:
+        pe = pefile.PE(str(path), fast_load=True)
+    except pefile.PEFormatError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]])
+        exports = getattr(pe, "DIRECTORY_ENTRY_EXPORT", None)
+        wanted = name.encode("ascii")
+        return exports is not None and any(symbol.name == wanted for symbol in exports.symbols)
+    finally:
+        pe.close()
 
 
 def _digest(path: Path) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.metrics import ErrorHistogram, error_metrics
 from ortgpu.errors import BadInputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,6 +25,7 @@ __all__ = [
     "check_output_names",
     "compare_output",
     "parse_tolerances",
+    "worst_sample",
 ]
 
 
@@ -126,6 +128,11 @@ class OutputParity:
     max_rel: float | None = None  # over elements whose reference is not 0
     mean_abs: float | None = None
     cosine: float | None = None
+    median_abs: float | None = None
+    snr_db: float | None = None  # inf: no error at all
+    min_atol: float | None = None  # the smallest atol that would pass the finite elements with this rtol
+    min_rtol: float | None = None  # the smallest rtol that would pass them with this atol (None: none would)
+    histogram: ErrorHistogram | None = None
     nan_count: int = 0
     inf_count: int = 0
     reference_nan_count: int = 0
@@ -133,6 +140,9 @@ class OutputParity:
     worst_index: tuple[int, ...] | None = None
     worst_value: float | str | None = None
     worst_reference: float | str | None = None
+    sample: str | None = None  # the sample these numbers come from (the worst one, over a data set)
+    samples: int = 1  # samples compared
+    samples_failed: int = 0
 
     def failure_line(self) -> str:
         """One line for a failed output, with the numbers."""
@@ -142,10 +152,17 @@ class OutputParity:
         special = (
             f" ({self.nonfinite_mismatches} where NaN/Inf meets another value)" if self.nonfinite_mismatches else ""
         )
+        in_sample = f" (worst of {self.samples} samples: {self.sample}, {self.samples_failed} failed)" if (
+            self.samples > 1
+        ) else ""
+        passing = ""
+        if self.min_atol is not None and not self.nonfinite_mismatches:
+            rtol_text = "none" if self.min_rtol is None else f"{self.min_rtol:.3g}"
+            passing = f"; would pass with atol {self.min_atol:.3g} or rtol {rtol_text}"
         return (
-            f"output {self.name!r}: {self.mismatches} of {self.elements} values off tolerance{special} "
+            f"output {self.name!r}{in_sample}: {self.mismatches} of {self.elements} values off tolerance{special} "
             f"(atol {self.atol:.3g}, rtol {self.rtol:.3g}); max abs {_fmt(self.max_abs)}, max rel {_fmt(self.max_rel)}"
-            f"; worst{where}: {_value(self.worst_value)} vs {_value(self.worst_reference)}"
+            f"; worst{where}: {_value(self.worst_value)} vs {_value(self.worst_reference)}{passing}"
         )
 
 
@@ -237,14 +254,14 @@ def compare_output(
     np.subtract(got, want, out=diff, where=finite)
     np.abs(diff, out=diff)
     allowed = eff_atol + eff_rtol * np.abs(np.where(finite, want, 0.0))
-    # NaN matches NaN, +inf matches +inf; anything else non-finite is a mismatch.
-    special_ok = (nan_got & nan_want) | (inf_got & inf_want & (np.sign(got) == np.sign(want)))
+    # An infinity matches the same infinity (e.g. -inf in masked logits); NaN matches nothing, not even NaN.
+    special_ok = inf_got & inf_want & (np.sign(got) == np.sign(want))
     bad = np.where(finite, diff > allowed, ~special_ok)
     if eff_atol == 0.0 and eff_rtol == 0.0 and actual.dtype == reference.dtype and actual.dtype.kind in "iub":
         bad = np.asarray(actual != reference)  # exact: in the native type, so int64 beyond 2**53 stays exact
     mismatches = int(bad.sum())
     nonfinite_mismatches = int((bad & ~finite).sum())
-    metrics = _metrics(got, want, diff, finite)
+    metrics = _metrics(got, want, finite, eff_atol, eff_rtol)
     worst = None
     if mismatches:
         excess = np.where(finite, diff - allowed, np.inf)
@@ -271,23 +288,21 @@ def compare_output(
     )
 
 
-def _metrics(got: np.ndarray, want: np.ndarray, diff: np.ndarray, finite: np.ndarray) -> dict[str, float | None]:
-    import numpy as np
-
-    if not finite.any():
+def _metrics(got: np.ndarray, want: np.ndarray, finite: np.ndarray, atol: float, rtol: float) -> dict[str, Any]:
+    found = error_metrics(got, want, finite, atol, rtol)
+    if found is None:
         return {"max_abs": None, "max_rel": None, "mean_abs": None, "cosine": None}
-    d = diff[finite]
-    w, g = want[finite], got[finite]
-    nonzero = w != 0
-    max_rel = float(np.max(d[nonzero] / np.abs(w[nonzero]))) if nonzero.any() else 0.0
-    norm_g, norm_w = float(np.linalg.norm(g)), float(np.linalg.norm(w))
-    if norm_g == 0.0 and norm_w == 0.0:
-        cosine = 1.0
-    elif norm_g == 0.0 or norm_w == 0.0:
-        cosine = 0.0
-    else:
-        cosine = float(np.dot(g, w) / (norm_g * norm_w))
-    return {"max_abs": float(np.max(d)), "max_rel": max_rel, "mean_abs": float(np.mean(d)), "cosine": cosine}
+    return {
+        "max_abs": found.max_abs,
+        "max_rel": found.max_rel,
+        "mean_abs": found.mean_abs,
+        "cosine": found.cosine,
+        "median_abs": found.median_abs,
+        "snr_db": found.snr_db,
+        "min_atol": found.min_atol,
+        "min_rtol": found.min_rtol,
+        "histogram": found.histogram,
+    }
 
 
 def _compare_text(name: str, actual: np.ndarray, reference: np.ndarray, common: dict[str, Any]) -> OutputParity:
@@ -326,3 +341,19 @@ def check_output_names(tolerances: Sequence[Tolerance], outputs: Sequence[str], 
                     f"{flag} {name}:...: the model has no output {name!r}; its outputs are {', '.join(outputs)}",
                     f"use {flag} OUTPUT:VALUE with one of the model's output names",
                 )
+
+
+def _badness(parity: OutputParity) -> tuple[int, int, int, float]:
+    rank = {ParityStatus.FAIL: 2, ParityStatus.PASS: 1, ParityStatus.SKIPPED: 0}[parity.status]
+    excess = (parity.max_abs or 0.0) / max(parity.atol or 0.0, 1e-300)
+    return rank, parity.nonfinite_mismatches, parity.mismatches, excess
+
+
+def worst_sample(per_sample: Sequence[tuple[str, OutputParity]]) -> OutputParity:
+    """One output compared over several samples: the numbers of its worst sample, which is named, with how many
+    samples were compared and failed."""
+    from dataclasses import replace
+
+    label, worst = max(per_sample, key=lambda item: _badness(item[1]))
+    failed = sum(1 for _, p in per_sample if p.status is ParityStatus.FAIL)
+    return replace(worst, sample=label, samples=len(per_sample), samples_failed=failed)

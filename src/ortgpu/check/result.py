@@ -7,6 +7,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortgpu.accuracy.layerwise import LayerwiseReport
+from ortgpu.accuracy.nonfinite import NonFinite
 from ortgpu.check.parity import OutputParity, ParityStatus
 from ortgpu.config import ExecutionProvider
 from ortgpu.placement import PlacementReport
@@ -138,7 +140,15 @@ class CheckResult:
     passed: bool
     verdict: str  # one line: "PASS: ..." or "FAIL: <first failure>"
     package: PackageLibrary | None = None  # None: the onnxruntime wheel Python imports ran the model
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # nodes off the EP: the placement with the open dims fixed
+    nonfinite: tuple[NonFinite, ...] = ()  # outputs holding NaN/Inf (a failure unless allow_nonfinite)
+    allow_nonfinite: bool = False
+    samples: tuple[str, ...] = ()  # labels of the data set's samples, when more than one ran
+    dataset_source: str | None = None  # where the inputs came from, in words
+    dataset_notes: tuple[str, ...] = ()
+    report_to: Path | None = None  # the HTML report written
+    layerwise: LayerwiseReport | None = None  # every intermediate tensor compared (--layerwise)
 
 
 def verdict_line(

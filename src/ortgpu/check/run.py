@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortgpu.accuracy.nonfinite import NonFinite, scan_outputs
 from ortgpu.check.fixed_dims import FixedDimsProbe, probe_fixed_dims
 from ortgpu.check.parity import (
     OutputParity,
@@ -23,6 +24,7 @@ from ortgpu.check.parity import (
     Tolerance,
     check_output_names,
     compare_output,
+    worst_sample,
 )
 from ortgpu.check.result import (
     CheckResult,
@@ -36,13 +38,17 @@ from ortgpu.check.result import (
     verdict_line,
 )
 from ortgpu.config import Config, ExecutionProvider
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, OrtgpuError
 from ortgpu.placement import PlacementReport
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.session.failures import RunFailedError
 from ortgpu.session.options import device_of, effective_provider_options
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from ortgpu.accuracy.dataset import Dataset
+    from ortgpu.accuracy.layerwise import LayerwiseReport
     from ortgpu.model.inputs import InputSpec, ResolvedInputs
     from ortgpu.model.inspect import ModelInfo
     from ortgpu.session import VerifiedSession
@@ -73,6 +79,11 @@ class CheckRequest:
 
     ``package``: run through the ONNX Runtime C library in this release archive, extracted folder, wheel, any
     folder holding libonnxruntime, or the library file itself, instead of the onnxruntime wheel Python imports.
+    ``samples``: generated samples to run (or the most to take from a data set); the inputs' ``npz`` may be a
+    folder of .npz files or one .npz whose arrays carry a leading sample axis. ``allow_nonfinite``: NaN/Inf in
+    an output is not a failure by itself. ``report``: write an HTML report (error histograms) there.
+    ``layerwise``: also compare every intermediate tensor with the CPU EP (on the first sample) and report where
+    the two first part; on the CPU EP itself, where NaN/Inf first appear.
     """
 
     model: Path
@@ -88,6 +99,10 @@ class CheckRequest:
     save_outputs: Path | None = None
     warm_runs: int = 5
     package: Path | None = None
+    samples: int | None = None
+    allow_nonfinite: bool = False
+    report: Path | None = None
+    layerwise: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,9 @@ class Execution:
     ort_version: str
     cpu_reference: Callable[[], Mapping[str, Any]]  # the CPU EP's outputs on the same inputs (run when called)
     package: PackageLibrary | None = None
+    more_outputs: tuple[dict[str, Any], ...] = ()  # outputs of the data set's further samples, in order
+    cpu_references: Callable[[], list[dict[str, Any]]] | None = None  # the CPU EP's, for every sample
+    cuda_libraries: str | None = None  # GPU EPs through the wheel: how CUDA/cuDNN were loaded (preload_dlls or not)
     fixed_dims: FixedDimsProbe | None = None  # placement with the open dims fixed, when nodes left the EP
 
 
@@ -145,7 +163,7 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     unless the config allows a CPU fallback. A check that ran returns a result whose ``failures`` say what did
     not hold (parity off, strict placement broken).
     """
-    from ortgpu.model.inputs import make_inputs
+    from ortgpu.accuracy.dataset import load_dataset
     from ortgpu.model.inspect import inspect_model
 
     report = progress or _silent
@@ -155,28 +173,50 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
     report("reading the model", 0.0)
     model = inspect_model(request.model)
     check_output_names([request.atol, request.rtol], model.output_names, ["--atol", "--rtol"])
-    reference = _load_reference(request.reference, model) if request.reference is not None else None
+    _check_output_names(request.save_outputs, model.output_names)
     report("making inputs", 0.05)
-    inputs = make_inputs(model, request.inputs if request.inputs is not None else request.config.inputs)
-    if request.package is not None:
-        from ortgpu.check.package import run_through_package
+    spec = request.inputs if request.inputs is not None else request.config.inputs
+    dataset = load_dataset(model, spec, request.samples)
+    references = None
+    if request.reference is not None:
+        references = _load_reference(request.reference, model, len(dataset.samples))
+    inputs = dataset.samples[0].inputs
+    try:
+        if request.package is not None:
+            from ortgpu.check.package import run_through_package
 
-        executed = run_through_package(request, request.package, model, inputs.feeds, report)
-    else:
-        executed = _run_through_wheel(request, model, inputs.feeds, report)
+            if request.layerwise:
+                raise BadInputError(
+                    "--layerwise runs through the onnxruntime wheel, not a package's C library",
+                    "drop --package to compare layer by layer",
+                )
+            if len(dataset.samples) > 1:
+                raise BadInputError(
+                    f"--package runs one sample; the data set has {len(dataset.samples)}",
+                    "check a data set through the wheel, or give one sample with --package",
+                )
+            executed = run_through_package(request, request.package, model, inputs.feeds, report)
+        else:
+            extra = [s.inputs.feeds for s in dataset.samples[1:]]
+            executed = _run_through_wheel(request, model, inputs.feeds, report, extra)
+    except RunFailedError as exc:
+        raise _name_the_inputs(exc, model, inputs, spec) from None
 
     report("comparing outputs", 0.8)
-    parity = _parity(request, executed, reference)
+    all_outputs = [executed.outputs, *executed.more_outputs]
+    parity, compared_with = _parity(request, executed, references, dataset)
+    nonfinite = _nonfinite(all_outputs, compared_with, dataset)
+    layerwise = _layerwise(request, model, inputs.feeds, executed, report) if request.layerwise else None
     saved = None
     if request.save_outputs is not None:
         report("saving outputs", 0.95)
-        saved = _save_outputs(request.save_outputs, executed.outputs)
+        saved = _save_outputs(request.save_outputs, all_outputs)
 
     placement = executed.placement
     status = _placement_status(placement)
-    failures = _failures(request, parity, placement, status, executed.placement_note)
+    failures = _failures(request, parity, placement, status, executed.placement_note, nonfinite)
     report("done", 1.0)
-    return CheckResult(
+    result = CheckResult(
         model=model.path,
         model_sha256=model.sha256,
         model_node_count=model.node_count,
@@ -203,8 +243,77 @@ def run_check(request: CheckRequest, progress: Progress | None = None) -> CheckR
         passed=not failures,
         verdict=verdict_line(failures, placement, parity, executed.fallback_used, executed.active_ep),
         package=executed.package,
+        nonfinite=nonfinite,
+        allow_nonfinite=request.allow_nonfinite,
+        samples=dataset.labels if len(dataset.samples) > 1 else (),
+        dataset_source=dataset.source,
+        dataset_notes=dataset.notes,
+        report_to=request.report,
+        layerwise=layerwise,
+        cuda_libraries=executed.cuda_libraries,
         fixed_dims=executed.fixed_dims,
     )
+    if request.report is not None:
+        from ortgpu.report.accuracy import write_check_report
+
+        write_check_report(result, request.report)
+    return result
+
+
+def _layerwise(
+    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], executed: Execution, report: Progress
+) -> LayerwiseReport:
+    """Every intermediate tensor on the active EP against the CPU EP (or, on the CPU EP, scanned for NaN/Inf)."""
+    from ortgpu.accuracy.engines import OrtEngine
+    from ortgpu.accuracy.graph import intermediate_tensors, load_model
+    from ortgpu.accuracy.layerwise import compare_layers
+    from ortgpu.check.parity import DEFAULT_TOLERANCES
+
+    report("layer-wise: exposing every intermediate tensor", 0.85)
+    proto = load_model(model.path)
+    slots, skipped = intermediate_tensors(proto, {name: tuple(a.shape) for name, a in feeds.items()})
+    rule = DEFAULT_TOLERANCES[_base_precision(executed.active_ep, executed.provider_options, executed.device_id)]
+    options = request.ep_options if executed.active_ep is executed.requested_ep else {}
+    with OrtEngine(proto, feeds, executed.active_ep, request.config, request.device_id, options) as tested:
+        if executed.active_ep is ExecutionProvider.CPU:
+            found, _ = compare_layers(slots, skipped, tested, None, rule.rtol, rule.atol_scale, progress=report)
+            return found
+        with OrtEngine(proto, feeds, ExecutionProvider.CPU) as cpu:
+            cpu.label = "the CPU EP"
+            found, _ = compare_layers(slots, skipped, tested, cpu, rule.rtol, rule.atol_scale, progress=report)
+            return found
+
+
+def _nonfinite(
+    outputs: list[dict[str, Any]], references: list[Mapping[str, Any]] | None, dataset: Dataset
+) -> tuple[NonFinite, ...]:
+    """NaN/Inf per output and sample; each names how many the reference holds at that output, when one ran."""
+    found: list[NonFinite] = []
+    several = len(outputs) > 1
+    for index, values in enumerate(outputs):
+        reference = references[index] if references is not None and index < len(references) else None
+        label = dataset.samples[index].label if several else None
+        found.extend(scan_outputs(values, label, reference))
+    return tuple(found)
+
+
+def _name_the_inputs(exc: RunFailedError, model: ModelInfo, inputs: ResolvedInputs, spec: InputSpec) -> OrtgpuError:
+    """A run failure traced from the node ORT names to the model inputs it reads: generated ones get the flags that
+    replace them (exit 2), values from --inputs are named (exit 1); otherwise the error as it was."""
+    from ortgpu.model.culprits import explain_run_failure
+    from ortgpu.model.inputs import DEFAULT_FLOAT_RANGE, DEFAULT_INT_RANGE, InputError
+
+    dtypes = {i.name: i.dtype for i in model.inputs}
+    ranges = {
+        name: spec.ranges.get(name, DEFAULT_INT_RANGE if dtype.startswith(("int", "uint")) else DEFAULT_FLOAT_RANGE)
+        for name, dtype in dtypes.items()
+    }
+    culprit = explain_run_failure(exc.message, model.path, dtypes, inputs.sources, ranges, inputs.shapes)
+    if culprit is None:
+        return exc
+    if culprit.generated_only:
+        return InputError(culprit.message, culprit.hint)
+    return RunFailedError(culprit.message, culprit.hint)
 
 
 def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
@@ -215,10 +324,14 @@ def _input_summaries(inputs: ResolvedInputs) -> tuple[InputSummary, ...]:
 
 
 def _run_through_wheel(
-    request: CheckRequest, model: ModelInfo, feeds: Mapping[str, Any], report: Progress
+    request: CheckRequest,
+    model: ModelInfo,
+    feeds: Mapping[str, Any],
+    report: Progress,
+    extra: list[Mapping[str, Any]] | None = None,
 ) -> Execution:
     """The session through the onnxruntime wheel, in this process: creation, first and warm runs, placement."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session import best_available_ep, open_session
 
@@ -247,6 +360,10 @@ def _run_through_wheel(
             warm.append(session.last_run_s or 0.0)
         gpu_memory = memory_probe.finish(session)
         outputs = dict(zip(session.output_names, outputs_list, strict=True))
+        more = []
+        for index, sample in enumerate(extra or []):
+            report(f"sample {index + 2}/{len(extra or []) + 1}", 0.65 + 0.05 * index / max(len(extra or []), 1))
+            more.append(dict(zip(session.output_names, session.run(sample), strict=True)))
         timings = Timings(
             creation_s=session.creation_s,
             first_run_s=first_run_s,
@@ -267,9 +384,12 @@ def _run_through_wheel(
             device_id=request.device_id, ep_options=request.ep_options, model_info=model,
         )  # fmt: skip
 
-    def cpu_reference() -> dict[str, Any]:
+    def cpu_references() -> list[dict[str, Any]]:
         with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as cpu:
-            return dict(zip(cpu.output_names, cpu.run(feeds), strict=True))
+            return [dict(zip(cpu.output_names, cpu.run(f), strict=True)) for f in [feeds, *(extra or [])]]
+
+    def cpu_reference() -> dict[str, Any]:
+        return cpu_references()[0]
 
     return Execution(
         outputs=outputs,
@@ -287,6 +407,9 @@ def _run_through_wheel(
         placement_note=placement_note,
         ort_version=ort.__version__,
         cpu_reference=cpu_reference,
+        more_outputs=tuple(more),
+        cpu_references=cpu_references,
+        cuda_libraries=session.cuda_libraries,
         fixed_dims=fixed,
     )
 
@@ -294,7 +417,8 @@ def _run_through_wheel(
 # --------------------------------------------------------------------------------------------- reference, output
 
 
-def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
+def _load_reference(path: Path, model: ModelInfo, samples: int = 1) -> list[dict[str, np.ndarray]]:
+    """The reference outputs per sample: with several samples, arrays carry a leading sample axis."""
     from ortgpu.npz import load_npz
 
     hint = "give an .npz written by ortgpu check --save-outputs (arrays named after the model's outputs)"
@@ -312,34 +436,75 @@ def _load_reference(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
             f"it holds {', '.join(sorted(arrays)) or 'nothing'}",
             hint,
         )
-    return arrays
+    if samples == 1:
+        return [arrays]
+    from ortgpu.accuracy.dataset import split_stacked
+
+    ranks = {o.name: o.rank for o in model.outputs}
+    try:
+        split = split_stacked(arrays, ranks, path.name)
+    except BadInputError as exc:
+        raise ReferenceFileError(exc.message, exc.hint) from None
+    if split is None or len(split) != samples:
+        found = "no sample axis" if split is None else f"{len(split)} samples"
+        raise ReferenceFileError(
+            f"reference {path.name}: the data set has {samples} samples, the reference has {found}",
+            "give one reference per sample along a leading axis (check --save-outputs writes that)",
+        )
+    return split
 
 
 def _check_output_path(request: CheckRequest) -> None:
-    """Before any work: --save-outputs is an .npz path that can be written and is none of the inputs."""
+    """Before any work: --save-outputs is an .npz path and --report a file that can be written, neither an input."""
     from ortgpu.output_paths import check_outputs
 
     path = request.save_outputs
-    if path is None:
-        return
-    if path.suffix != ".npz":
+    if path is not None and path.suffix != ".npz":
         raise OutputFileError(f"--save-outputs {path}: the file name must end in .npz", f"e.g. {path.stem}.npz")
+    outputs = {label: p for label, p in (("--save-outputs", path), ("--report", request.report)) if p is not None}
+    if not outputs:
+        return
     spec = request.inputs if request.inputs is not None else request.config.inputs
     inputs = (request.model, request.reference, spec.npz if spec else None, request.config.source, request.package)
-    check_outputs({"--save-outputs": path}, inputs, error=OutputFileError)
+    check_outputs(outputs, inputs, error=OutputFileError)
 
 
-def _save_outputs(path: Path, outputs: Mapping[str, Any]) -> Path:
+def _check_output_names(path: Path | None, output_names: tuple[str, ...]) -> None:
+    """Before the run: every output name must be a safe .npz member name when --save-outputs is given."""
+    if path is None:
+        return
+    from ortgpu.npz import member_name_problem
+
+    for name in output_names:
+        problem = member_name_problem(name)
+        if problem is not None:
+            raise OutputFileError(
+                f"--save-outputs: the model's output {name!r} cannot be an .npz member name: {problem}",
+                "rename that output in the model, or run without --save-outputs",
+            )
+
+
+def _save_outputs(path: Path, outputs: list[dict[str, Any]]) -> Path:
+    """One sample: its arrays; several: each output stacked along a leading sample axis."""
     import numpy as np
 
+    from ortgpu.accuracy.dataset import stack_outputs
     from ortgpu.atomic import atomic_write
+    from ortgpu.npz import save_npz
 
-    arrays = {}
-    for name, value in outputs.items():
-        if isinstance(value, np.ndarray):
-            # Text as fixed-width unicode: object arrays would need pickle to load back.
-            arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
+    per_sample = []
+    for values in outputs:
+        arrays = {}
+        for name, value in values.items():
+            if isinstance(value, np.ndarray):
+                # Text as fixed-width unicode: object arrays would need pickle to load back.
+                arrays[name] = value.astype(str) if value.dtype.kind in "OSU" else value
+        per_sample.append(arrays)
+    try:
+        arrays = per_sample[0] if len(per_sample) == 1 else stack_outputs(per_sample)
+    except BadInputError as exc:
+        raise OutputFileError(exc.message, exc.hint) from None
+    atomic_write(path, lambda handle: save_npz(handle, arrays))
     return path
 
 
@@ -473,15 +638,21 @@ def _base_precision(ep: ExecutionProvider, options: Mapping[str, str], device_id
     return Precision.TF32 if tf32_allowed else Precision.FP32_GPU
 
 
-def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, np.ndarray] | None) -> ParityReport:
+def _parity(
+    request: CheckRequest,
+    executed: Execution,
+    references: list[dict[str, np.ndarray]] | None,
+    dataset: Dataset,
+) -> tuple[ParityReport, list[Mapping[str, Any]] | None]:
+    """Parity over every sample (each output reports its worst sample) and the reference outputs used."""
     base = _base_precision(executed.active_ep, executed.provider_options, executed.device_id)
     if request.config.model.get("precision") == "fp16":  # a converted [model] file: fp16 weights and compute
         base = Precision.FP16
-    outputs = executed.outputs
-    if reference is not None:
-        compared = _compare_all(request, outputs, reference, base)
-        extra = tuple(sorted(set(reference) - set(outputs)))
-        return ParityReport(
+    outputs = [executed.outputs, *executed.more_outputs]
+    if references is not None:
+        compared = _compare_samples(request, outputs, references, base, dataset)
+        extra = tuple(sorted(set(references[0]) - set(executed.outputs)))
+        report = ParityReport(
             ReferenceKind.FILE,
             _overall(compared),
             _skip_reason(compared),
@@ -489,15 +660,37 @@ def _parity(request: CheckRequest, executed: Execution, reference: Mapping[str, 
             compared,
             extra,
         )
+        return report, list(references)
     if executed.active_ep is ExecutionProvider.CPU:
         why = (
             "same EP: the session fell back to the CPU EP, nothing independent to compare with"
             if executed.fallback_used
             else "same EP: the requested EP is the CPU EP (give --reference FILE.npz to compare)"
         )
-        return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why)
-    compared = _compare_all(request, outputs, executed.cpu_reference(), base)
-    return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared)
+        return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why), None
+    if len(outputs) > 1 and executed.cpu_references is not None:
+        expected = executed.cpu_references()
+    else:
+        expected = [dict(executed.cpu_reference())]
+    compared = _compare_samples(request, outputs, expected, base, dataset)
+    return ParityReport(ReferenceKind.CPU_EP, _overall(compared), _skip_reason(compared), None, compared), expected
+
+
+def _compare_samples(
+    request: CheckRequest,
+    outputs: list[dict[str, Any]],
+    references: list[Mapping[str, Any]],
+    base: Precision,
+    dataset: Dataset,
+) -> tuple[OutputParity, ...]:
+    per_sample = [_compare_all(request, out, ref, base) for out, ref in zip(outputs, references, strict=True)]
+    if len(per_sample) == 1:
+        return per_sample[0]
+    labels = dataset.labels
+    return tuple(
+        worst_sample([(labels[i], sample[k]) for i, sample in enumerate(per_sample)])
+        for k in range(len(per_sample[0]))
+    )
 
 
 def _compare_all(
@@ -546,8 +739,12 @@ def _failures(
     placement: PlacementReport | None,
     status: PlacementStatus,
     placement_note: str | None,
+    nonfinite: tuple[NonFinite, ...] = (),
 ) -> tuple[str, ...]:
-    failures = [c.failure_line() for c in parity.outputs if c.status is ParityStatus.FAIL]
+    failures = []
+    if not request.allow_nonfinite:
+        failures += [f"{item.line()} (pass --allow-nonfinite if the model means them)" for item in nonfinite]
+    failures += [c.failure_line() for c in parity.outputs if c.status is ParityStatus.FAIL]
     if request.strict_placement:
         if status is PlacementStatus.UNKNOWN:
             failures.append(f"--strict-placement: the placement could not be read ({placement_note})")

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 
 __all__ = ["command", "render"]
 
@@ -56,6 +57,12 @@ __all__ = ["command", "render"]
     help="Also bench ORT's defaults (no config, mode run) and show the config's speed-up over them.",
 )
 @click.option("--device", "device_id", type=int, default=0, show_default=True, help="CUDA device id to run on.")
+@click.option(
+    "--devices",
+    "devices_text",
+    metavar="0,1|all|cpu:N",
+    help="One process per GPU (or N CPU processes), timed together: per-device table and the aggregate.",
+)
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE", help="Provider option (repeatable).")
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a symbolic dim (repeatable).")
@@ -94,6 +101,7 @@ def command(
     config: Path | None,
     against_defaults: bool,
     device_id: int,
+    devices_text: str | None,
     ep_options: tuple[str, ...],
     shapes: tuple[str, ...],
     dims: tuple[str, ...],
@@ -153,6 +161,10 @@ def command(
         package=package,
         against_defaults=against_defaults,
     )
+    if devices_text is not None:
+        from ortgpu.cli.bench_devices import run_devices
+
+        return run_devices(request, devices_text, as_json)
     with progress_reporter(not as_json) as progress:
         result = run_bench(request, progress)
     emit("bench", result, as_json, render)
@@ -169,7 +181,6 @@ def _ms(value: float | None) -> str:
 
 def render(result: Any, console: Any) -> None:
     """The human rendering of a BenchResult: the cases table, the baseline deltas, hints, where files went."""
-    from rich.markup import escape as x  # model names, reasons and hints may contain [brackets]
     from rich.table import Table
 
     console.print(f"[bold]{x(result.model.path.name)}[/] on [bold]{result.ep.value}[/]: {x(result.ep_reason)}")
@@ -236,7 +247,7 @@ def render(result: Any, console: Any) -> None:
             show_edge=False,
             pad_edge=False,
         )
-        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "verdict"):
+        for column in ("case", "base p50", "p50", "Δ p50", "base p95", "p95", "Δ p95", "P(>max)", "verdict"):
             # the verdict is what CI gates on: never elided, whatever the terminal width
             delta.add_column(
                 column, justify="left" if column in ("case", "verdict") else "right", no_wrap=column == "verdict"
@@ -252,9 +263,13 @@ def render(result: Any, console: Any) -> None:
                 _ms(c.baseline_p95_ms),
                 _ms(c.p95_ms),
                 f"{c.p95_delta:+.1%}",
+                "-" if c.confidence is None else f"{c.confidence:.0%}",
                 verdict,
             )
         console.print(delta)
+        for c in comparison.cases:  # why: the test, the re-measure, what was not counted
+            for reason in c.reasons:
+                console.print(f"  [dim]{x(c.key.label)}[/]: {x(reason)}", soft_wrap=True)
         regressed = [c.key.label for c in comparison.cases if c.verdict.value == "regressed"]
         if regressed:
             console.print(

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 
 __all__ = ["command", "render_bundle"]
 
@@ -73,14 +73,13 @@ def command(
 
 def render_bundle(result: Any, console: Any) -> None:
     """Verdict, the files (headers summed up), what the target system must provide, what is missing."""
-    from rich.markup import escape
     from rich.table import Table
 
     manifest = result.manifest
     files = [f for f in manifest.files if f.link_to is None]
     state = "[bold green]complete[/]" if manifest.complete else "[bold red]incomplete[/]"
     console.print(
-        f"{state}: {escape(str(result.out_dir))} holds ONNX Runtime {escape(manifest.ort_version or '?')} for "
+        f"{state}: {safe(str(result.out_dir))} holds ONNX Runtime {safe(manifest.ort_version or '?')} for "
         f"{manifest.target.value} ({', '.join(manifest.providers) or 'CPU only'}): {len(files)} files, "
         f"{_size(manifest.total_bytes)}"
     )
@@ -93,29 +92,29 @@ def render_bundle(result: Any, console: Any) -> None:
         if f.kind.value == "header":
             continue
         why = f"-> {f.link_to}: {f.why}" if f.link_to else f.why
-        table.add_row(escape(f.path), "link" if f.link_to else _size(f.size), escape(why))
+        table.add_row(safe(f.path), "link" if f.link_to else _size(f.size), safe(why))
     if headers:
         table.add_row(f"include/ ({len(headers)} files)", _size(sum(f.size for f in headers)), "C/C++ headers")
     console.print(table)
     console.print("[bold]The target system must provide[/]")
     for req in manifest.system_requirements:
         minimum = f" >= {req.minimum}" if req.minimum else ""
-        console.print(f"  {escape(req.what)}{escape(minimum)}: {escape(req.why)}")
+        console.print(f"  {safe(req.what)}{safe(minimum)}: {safe(req.why)}")
     if manifest.missing:
         console.print("[bold red]Missing[/] (not found on this machine)")
         for m in manifest.missing:
             need = "required" if m.required else "optional"
-            console.print(f"  {escape(m.name)} ({escape(m.component)}, {need}): {escape(m.get_it)}")
+            console.print(f"  {safe(m.name)} ({safe(m.component)}, {need}): {safe(m.get_it)}")
         console.print(
             "  then run ortgpu bundle again: the loader path and the nvidia-* pip packages here are searched, "
             "--libs-from folders first"
         )
     for line in result.warnings:
-        console.print(f"[yellow]note:[/] {escape(line)}")
+        console.print(f"[yellow]note:[/] {safe(line)}")
     if result.verification:
-        console.print(f"[bold]check:[/] {escape(result.verification)}")
+        console.print(f"[bold]check:[/] {safe(result.verification)}")
     variables = "; ".join(f"{k}={v.replace('<BUNDLE>', str(result.out_dir))}" for k, v in manifest.environment.items())
-    console.print(f"[bold]use it:[/] {escape(variables)} (README-bundle.md has a CMake snippet)")
+    console.print(f"[bold]use it:[/] {safe(variables)} (README-bundle.md has a CMake snippet)")
 
 
 def _size(size: int) -> str:

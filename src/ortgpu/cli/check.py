@@ -8,9 +8,12 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
+from ortgpu.cli.output import safe as x
+from ortgpu.cli.output import safe_name as n
 from ortgpu.errors import BadInputError
 
-__all__ = ["FlagError", "command", "render"]
+__all__ = ["FlagError", "command", "render", "render_layerwise"]
 
 _MAX_NODES_SHOWN = 20
 _REASONS = {
@@ -45,7 +48,16 @@ def _int_flag(text: str | None, flag: str, minimum: int = 0) -> int | None:
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=1x3x224x224", help="Input shape (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="SYMBOL=N", help="Value of a named symbolic dim (repeatable).")
 @click.option("--range", "ranges", multiple=True, metavar="NAME=LOW,HIGH", help="Value range of generated data.")
-@click.option("--inputs", "npz", type=click.Path(path_type=Path), help="Real input data: .npz named after inputs.")
+@click.option(
+    "--inputs",
+    "npz",
+    type=click.Path(path_type=Path),
+    help="Real input data: .npz named after inputs; a data set: a folder of .npz, or arrays with a sample axis first.",
+)
+@click.option("--samples", "samples_text", metavar="N", help="Generated samples to run (or the most from --inputs).")
+@click.option("--allow-nonfinite", is_flag=True, help="NaN/Inf in an output is not a failure by itself.")
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report (error histograms) here.")
+@click.option("--layerwise", is_flag=True, help="Compare every intermediate tensor; name where the sides first part.")
 @click.option("--seed", "seed_text", metavar="N", help="Seed of generated inputs (default 0).")
 @click.option("--reference", type=click.Path(path_type=Path), help="Compare with these outputs (.npz) instead of CPU.")
 @click.option("--atol", multiple=True, metavar="[OUTPUT:]VALUE", help="Absolute tolerance, global or per output.")
@@ -70,6 +82,10 @@ def command(
     dims: tuple[str, ...],
     ranges: tuple[str, ...],
     npz: Path | None,
+    samples_text: str | None,
+    allow_nonfinite: bool,
+    report: Path | None,
+    layerwise: bool,
     seed_text: str | None,
     reference: Path | None,
     atol: tuple[str, ...],
@@ -82,7 +98,8 @@ def command(
 ) -> int:
     """Prove MODEL runs on the requested execution provider, every node, with the right numbers.
 
-    Exit 0 pass; 1 parity off or (with --strict-placement) nodes off the EP; 2 bad input; 3 the EP cannot be
+    Exit 0 pass; 1 parity off, NaN/Inf in an output (unless --allow-nonfinite) or (with --strict-placement) nodes
+    off the EP; 2 bad input; 3 the EP cannot be
     active here (the cause is named; never a quiet CPU run unless the config says fallback = "cpu").
     With --package the model runs through that package's own C library (its C API, in a child process) and is
     compared with the CPU EP of the same library.
@@ -113,6 +130,10 @@ def command(
         save_outputs=save_outputs,
         warm_runs=_int_flag(warm_text, "--warm-runs") or 0,
         package=package,
+        samples=_int_flag(samples_text, "--samples", minimum=1),
+        allow_nonfinite=allow_nonfinite,
+        report=report,
+        layerwise=layerwise,
     )
     with progress_reporter(not as_json) as progress:
         result = run_check(request, progress)
@@ -128,6 +149,53 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
+def _db(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "exact" if value == float("inf") else f"{value:.1f}"
+
+
+def _render_nonfinite(result: Any, console: Any) -> None:
+    if not result.nonfinite:
+        return
+    colour = "yellow" if result.allow_nonfinite else "red"
+    allowed = " (allowed by --allow-nonfinite)" if result.allow_nonfinite else ""
+    console.print(f"\n[bold {colour}]NaN/Inf in the outputs[/]{allowed}")
+    for item in result.nonfinite[:_MAX_NODES_SHOWN]:
+        console.print(f"  [{colour}]{escape(item.line())}[/]")
+    if len(result.nonfinite) > _MAX_NODES_SHOWN:
+        console.print(f"  ... {len(result.nonfinite) - _MAX_NODES_SHOWN} more (see --json)")
+
+
+def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
+    """The layer-wise section: the summary, the first tensors that diverge (roots marked), the notes."""
+    from rich.table import Table
+
+    colour = "red" if report.diverged else "green"
+    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{escape(report.summary())}[/]")
+    if report.first_divergent:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("#", "tensor", "op", "node", "max abs", "NaN/Inf", "root"):
+            table.add_column(column, justify="right" if column in ("#", "max abs", "NaN/Inf") else "left")
+        for item in report.first_divergent[:shown]:
+            table.add_row(
+                str(item.position),
+                escape(item.name),
+                escape(item.op_type),
+                escape(item.node_name),
+                _num(item.max_abs),
+                str(item.nonfinite),
+                "yes" if item.root else "",
+            )
+        console.print(table)
+        if len(report.first_divergent) > shown:
+            console.print(f"  [dim]... {report.diverged - shown} more (see --json)[/]")
+    for note in report.notes:
+        console.print(f"  [dim]{escape(note)}[/]")
+    for item in report.skipped[:5]:
+        console.print(f"  [dim]skipped {escape(item.name)}: {escape(item.reason)}[/]")
+
+
 def _mib(value: int | None) -> str:
     return "–" if value is None else f"{value / 2**20:.1f} MiB"
 
@@ -137,32 +205,41 @@ def render(result: Any, console: Any) -> None:
     from rich.table import Table
 
     console.print(
-        f"[bold]{result.model.name}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
-        f"{result.ort_version}, sha256 {result.model_sha256[:12]})"
+        f"[bold]{n(result.model.name)}[/]  ({result.model_node_count} nodes as exported, onnxruntime "
+        f"{x(result.ort_version)}, sha256 {result.model_sha256[:12]})"
     )
     package = result.package
     if package is not None:
         console.print(
-            f"  through the C library of ONNX Runtime {package.ort_version} (C API {package.api_version}), "
-            f"in a child process:\n    [bold]{package.library}[/]"
+            f"  through the C library of ONNX Runtime {x(package.ort_version)} (C API {package.api_version}), "
+            f"in a child process:\n    [bold]{x(package.library)}[/]"
         )
         build = f"{package.build_info}; " if package.build_info else ""
-        console.print(f"  [dim]{build}compiled-in EPs: {', '.join(package.compiled_providers)}[/]")
+        console.print(f"  [dim]{x(build + 'compiled-in EPs: ' + ', '.join(package.compiled_providers))}[/]")
     active = ", ".join(result.providers)
     console.print(
         f"  EP: requested [bold]{result.requested_ep.value}[/], active [bold]{active}[/]"
         + (f" (device {result.device_id})" if result.device_id is not None else "")
     )
     if result.ep_reason:
-        console.print(f"  [dim]why this EP: {result.ep_reason}[/]")
+        console.print(f"  [dim]why this EP: {x(result.ep_reason)}[/]")
+    if result.cuda_libraries:
+        console.print(f"  [dim]CUDA libraries: {x(result.cuda_libraries)}[/]")
     if result.fallback_used:
-        console.print(f"  [yellow]fallback to CPU (allowed by the config): {result.fallback_reason}[/]")
+        console.print(f"  [yellow]fallback to CPU (allowed by the config): {x(result.fallback_reason)}[/]")
     for item in result.inputs:
-        console.print(f"  input {item.name}: {item.dtype} {list(item.shape)} ({item.source})")
+        console.print(f"  input {n(item.name)}: {item.dtype} {list(item.shape)} ({item.source})")
+    if result.samples:
+        console.print(f"  data set: {x(result.dataset_source or '')}")
+    for note in result.dataset_notes:
+        console.print(f"  [dim]{x(note)}[/]")
     for note in result.input_notes:
-        console.print(f"  [dim]{note}[/]")
+        console.print(f"  [dim]{x(note)}[/]")
     _render_placement(result, console, Table)
+    _render_nonfinite(result, console)
     _render_parity(result, console, Table)
+    if result.layerwise is not None:
+        render_layerwise(result.layerwise, console)
     t = result.timings
     console.print(
         f"\n[bold]Times[/]  session creation {_ms(t.creation_s)}, first run {_ms(t.first_run_s)}, "
@@ -180,68 +257,70 @@ def render(result: Any, console: Any) -> None:
             f"{memory.nvml_index}: {_mib(memory.before_bytes)} -> {_mib(memory.after_bytes)})"
         )
     else:
-        console.print(f"[bold]GPU memory[/]  {memory.note}")
+        console.print(f"[bold]GPU memory[/]  {x(memory.note)}")
     if result.saved_outputs is not None:
-        console.print(f"outputs saved to {result.saved_outputs}")
+        console.print(f"outputs saved to {x(result.saved_outputs)}")
+    if result.report_to is not None:
+        console.print(f"report written to {x(result.report_to)}")
     colour = "green" if result.passed else "red"
-    console.print(f"\n[bold {colour}]{result.verdict}[/]")
+    console.print(f"\n[bold {colour}]{x(result.verdict)}[/]")
     for failure in result.failures[1:]:
-        console.print(f"[red]  also: {failure}[/]")
+        console.print(f"[red]  also: {x(failure)}[/]")
 
 
 def _render_placement(result: Any, console: Any, table_type: Any) -> None:
     placement = result.placement
     if placement is None:
-        console.print(f"\n[bold]Placement[/]  unknown: {result.placement_note}")
+        console.print(f"\n[bold]Placement[/]  unknown: {x(result.placement_note)}")
         return
     source = "ORT's session log" if placement.source.value == "log" else "ORT profiling of one run"
-    console.print(f"\n[bold]Placement[/] (from {source}, after graph optimisation): {placement.summary()}")
+    summary = x(placement.summary())
+    console.print(f"\n[bold]Placement[/] (from {source}, after graph optimisation): {summary}")
     table = table_type(show_edge=False, pad_edge=False)
     table.add_column("provider")
     table.add_column("compute nodes", justify="right")
     for provider, count in placement.compute_per_provider.items():
         style = "" if provider == placement.requested_provider else "yellow"
-        table.add_row(f"[{style}]{provider}[/]" if style else provider, str(count))
+        table.add_row(f"[{style}]{n(provider)}[/]" if style else n(provider), str(count))
     table.add_row("Memcpy (inserted by ORT)", str(placement.memcpy_count))
     console.print(table)
     if placement.off_requested:
         strict = "red" if result.strict_placement else "yellow"
         console.print(
-            f"[{strict}]  {placement.off_requested_count} compute node(s) not on {placement.requested_provider}:[/]"
+            f"[{strict}]  {placement.off_requested_count} compute node(s) not on {n(placement.requested_provider)}:[/]"
         )
         for node in placement.off_requested[:_MAX_NODES_SHOWN]:
             why = f"  [dim]{_REASONS[node.reason.value]}[/]" if node.reason else ""
-            console.print(f"    {node.op_type} ({node.name or 'unnamed'}) on {node.provider}{why}")
+            console.print(f"    {n(node.op_type)} ({n(node.name or 'unnamed')}) on {n(node.provider)}{why}")
         if len(placement.off_requested) > _MAX_NODES_SHOWN:
             console.print(f"    ... {len(placement.off_requested) - _MAX_NODES_SHOWN} more (see --json)")
     if placement.memcpy_nodes:
-        names = ", ".join(f"{n.op_type} ({n.name})" for n in placement.memcpy_nodes[:6])
+        names = ", ".join(f"{n(node.op_type)} ({n(node.name)})" for node in placement.memcpy_nodes[:6])
         more = " ..." if len(placement.memcpy_nodes) > 6 else ""
         console.print(f"  [dim]Memcpy nodes: {names}{more}[/]")
     if result.placement_note:
-        console.print(f"  [dim]{result.placement_note}[/]")
+        console.print(f"  [dim]{x(result.placement_note)}[/]")
     fixed = result.fixed_dims
     if fixed is not None:
-        from rich.markup import escape
-
         colour = "green" if fixed.moved > 0 else "dim"
-        console.print(f"  [{colour}]{escape(fixed.message(placement.requested_provider))}[/]")
+        console.print(f"  [{colour}]{x(fixed.message(placement.requested_provider))}[/]")
 
 
 def _render_parity(result: Any, console: Any, table_type: Any) -> None:
     parity = result.parity
     if parity.reference.value == "none":
-        console.print(f"\n[bold]Parity[/]: {parity.status.value}: {parity.reason}")
+        console.print(f"\n[bold]Parity[/]: {parity.status.value}: {x(parity.reason)}")
         return
     cpu = "the CPU EP" if result.package is None else f"the CPU EP of the same library ({result.package.ort_version})"
     against = cpu if parity.reference.value == "cpu-ep" else str(parity.reference_path)
     console.print(
-        f"\n[bold]Parity[/] against {against}: {parity.status.value}" + (f" ({parity.reason})" if parity.reason else "")
+        f"\n[bold]Parity[/] against {x(against)}: {parity.status.value}"
+        + (f" ({x(parity.reason)})" if parity.reason else "")
     )
     if not parity.outputs:
         return
     table = table_type(show_edge=False, pad_edge=False)
-    for column in ("output", "max abs", "max rel", "mean abs", "cosine", "NaN/Inf", "result"):
+    for column in ("output", "max abs", "max rel", "cosine", "SNR dB", "NaN/Inf", "result"):
         table.add_column(column, justify="left" if column in ("output", "result") else "right")
     details = []
     for out in parity.outputs:
@@ -250,22 +329,31 @@ def _render_parity(result: Any, console: Any, table_type: Any) -> None:
         if out.status.value == "fail" and out.max_abs is not None:
             verdict = f"fail: {out.mismatches}/{out.elements} off"
         table.add_row(
-            out.name,
+            n(out.name),
             _num(out.max_abs),
             _num(out.max_rel),
-            _num(out.mean_abs),
             "–" if out.cosine is None else f"{out.cosine:.6f}",
+            _db(out.snr_db),
             f"{out.nan_count}/{out.inf_count}",
             f"[{colour}]{verdict}[/]",
         )
+        if out.mean_abs is not None:
+            rtol = "no rtol" if out.min_rtol is None else f"rtol {_num(out.min_rtol)}"
+            details.append(
+                f"  {out.name}: mean abs {_num(out.mean_abs)}, median abs {_num(out.median_abs)}; would pass with "
+                f"atol {_num(out.min_atol)} or {rtol}"
+            )
+        if out.samples > 1:
+            details.append(f"  {out.name}: worst of {out.samples} samples: {out.sample} ({out.samples_failed} failed)")
         shape = f" {list(out.shape)}" if out.shape is not None else ""
         if out.atol is not None:
             basis = " (given)" if out.tolerance_given else f" ({out.precision.value} defaults)"
-            details.append(f"  {out.name}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
+            details.append(f"  {n(out.name)}: {out.dtype}{shape}, atol {_num(out.atol)}, rtol {_num(out.rtol)}{basis}")
         if out.reason:
-            details.append(f"  {out.name}: {out.reason}")
+            details.append(f"  {n(out.name)}: {x(out.reason)}")
     console.print(table)
     for line in details:
-        console.print(f"[dim]{line}[/]")
+        console.print(f"[dim]{escape(line)}[/]")
     if parity.extra_reference_names:
-        console.print(f"  [dim]in the reference but not model outputs: {', '.join(parity.extra_reference_names)}[/]")
+        extra = x(", ".join(parity.extra_reference_names))
+        console.print(f"  [dim]in the reference but not model outputs: {extra}[/]")

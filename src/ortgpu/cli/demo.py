@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as x
 
 __all__ = ["command", "render"]
 
@@ -35,7 +36,6 @@ def command(out_dir: Path | None, as_json: bool) -> int:
 
 def render(result: Any, console: Any) -> None:
     """The human rendering of a DemoResult: four steps, then where the report is."""
-    from rich.markup import escape as x  # verdicts and facts quote shapes and paths in [brackets]
 
     from ortgpu.cli.bench import render as render_bench
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 
 __all__ = ["command", "render_doctor"]
 
@@ -20,12 +20,48 @@ __all__ = ["command", "render_doctor"]
     default=None,
     help="Analyse an onnxruntime(-gpu) wheel, release archive (.tgz/.zip) or extracted folder instead of this machine.",
 )
+@click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Print the pip commands (for this Python) that repair ONNX Runtime inside this environment.",
+)
+@click.option("--yes", "yes", is_flag=True, help="With --fix: run those commands, then run the doctor again.")
+@click.option("--ray", "use_ray", is_flag=True, help="Run the doctor on every node of a Ray cluster: one table.")
+@click.option("--ray-address", metavar="HOST:PORT", help="The Ray cluster (implies --ray).")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the child process that loads the CUDA provider and runs a session (the slow part on a GPU machine); "
+    "the report says what is then not verified.",
+)
 @json_option
-def command(package: Path | None, as_json: bool) -> int:
+def command(
+    package: Path | None, fix: bool, yes: bool, use_ray: bool, ray_address: str | None, quick: bool, as_json: bool
+) -> int:
     """Diagnose this machine (or an ORT package) for running ONNX Runtime on an NVIDIA GPU.
 
     Exit 0 when the CUDA EP will load, 3 when it will not (the verdict says why), 2 for bad input.
     """
+    if use_ray or ray_address is not None:
+        from ortgpu.cli.doctor_fleet import run_fleet
+
+        if package is not None or fix:
+            raise click.UsageError("--ray runs the doctor on the nodes: it does not combine with --package or --fix")
+        return run_fleet(ray_address, as_json)
+    if yes and not fix:
+        raise click.UsageError("--yes runs the fixes of --fix: give both")
+    if fix and package is not None:
+        raise click.UsageError("--fix repairs this environment; it does not apply to --package")
+    if fix:
+        from ortgpu.cli.doctor_fix import render_fix
+        from ortgpu.env.doctor import diagnose
+        from ortgpu.fix import fix_environment
+
+        with progress_reporter(enabled=not as_json) as progress:
+            result = fix_environment(diagnose(progress=progress), apply=yes, progress=progress)
+        emit("doctor.fix", result, as_json, render_fix)
+        return result.exit_code
     with progress_reporter(enabled=not as_json) as progress:
         if package is not None:
             from ortgpu.cli.doctor_package import render_package
@@ -36,22 +72,21 @@ def command(package: Path | None, as_json: bool) -> int:
             return int(package_report.exit_code)
         from ortgpu.env.doctor import diagnose
 
-        report = diagnose(progress=progress)
+        report = diagnose(progress=progress, quick=quick)
     emit("doctor", report, as_json, render_doctor)
     return report.exit_code
 
 
 def render_doctor(report: Any, console: Any) -> None:
     """The verdict line first, then the checks, the libraries the CUDA EP needs, and the files it mapped."""
-    from rich.markup import escape
     from rich.table import Table
 
     from ortgpu.env.checks import Status
 
     colour = "bold green" if report.ready else "bold red"
-    console.print(f"[{colour}]{escape(report.verdict)}[/]")
+    console.print(f"[{colour}]{safe(report.verdict)}[/]")
     if report.fix:
-        console.print(f"[bold]fix:[/] {escape(report.fix)}")
+        console.print(f"[bold]fix:[/] {safe(report.fix)}")
 
     checks = Table(title="Checks", title_justify="left", show_lines=True)
     checks.add_column("", no_wrap=True)
@@ -59,14 +94,14 @@ def render_doctor(report: Any, console: Any) -> None:
     checks.add_column("Evidence", overflow="fold", ratio=3)
     checks.add_column("Fix", overflow="fold", ratio=2)
     for check in report.checks:
-        evidence = escape(check.evidence)
+        evidence = safe(check.evidence)
         if check.cause and check.status in (Status.FAIL, Status.WARN):
-            evidence += f"\n[italic]cause: {escape(check.cause)}[/]"
+            evidence += f"\n[italic]cause: {safe(check.cause)}[/]"
         checks.add_row(
             f"[{check.status.style}]{check.status.symbol}[/]",
-            escape(check.title),
+            safe(check.title),
             evidence,
-            escape(check.fix or ""),
+            safe(check.fix or ""),
         )
     console.print(checks)
 
@@ -89,11 +124,11 @@ def render_doctor(report: Any, console: Any) -> None:
             others = [f"{c.path} ({c.source.value})" for c in need.also_at]
             others += [str(p) for p in need.other_versions]
             libraries.add_row(
-                escape(name),
-                escape(need.requested_by),
+                safe(name),
+                safe(need.requested_by),
                 f"[{style}]{need.status.value}[/]",
-                escape(where),
-                escape("\n".join(others)),
+                safe(where),
+                safe("\n".join(others)),
             )
         console.print(libraries)
         system = sum(1 for n in report.libraries if n.system)
@@ -107,14 +142,13 @@ def render_doctor(report: Any, console: Any) -> None:
         mapped.add_column("From")
         mapped.add_column("Why", overflow="fold", ratio=3)
         for item in report.mapped:
-            mapped.add_row(escape(str(item.path)), escape(item.component), escape(item.origin), escape(item.why))
+            mapped.add_row(safe(str(item.path)), safe(item.component), safe(item.origin), safe(item.why))
         console.print(mapped)
     console.print(f"[dim]doctor took {report.duration_s:.2f} s[/]")
 
 
 def _render_windows(windows: Any, console: Any) -> None:
     """Every DLL ORT's libraries bring in, as the Windows loader will resolve it (system DLLs left to --json)."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="DLLs ORT's libraries need (as the Windows loader resolves them)", title_justify="left")
@@ -139,12 +173,12 @@ def _render_windows(windows: Any, console: Any) -> None:
             version = f"{chosen.file_version or '-'} / {chosen.machine or '?'}" if chosen else "-"
             others = [f"{c.path} ({c.where})" for c in (*need.later, *need.off_path, *need.other_versions)]
             table.add_row(
-                escape(need.name + ("" if need.kind.value in ("load-time", "delay-load") else " (run time)")),
-                escape(need.requested_by),
+                safe(need.name + ("" if need.kind.value in ("load-time", "delay-load") else " (run time)")),
+                safe(need.requested_by),
                 f"[{style}]{need.status.value}[/]",
-                escape(where),
-                escape(version),
-                escape("\n".join(others[:4])),
+                safe(where),
+                safe(version),
+                safe("\n".join(others[:4])),
             )
     console.print(table)
     if hidden:

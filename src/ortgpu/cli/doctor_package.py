@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ortgpu.cli.output import safe
 from ortgpu.env.checks import Status
 from ortgpu.env.package import Component, NeedKind, PackageReport
 
@@ -15,25 +16,24 @@ _QUIET = {Component.C_RUNTIME, Component.OS}
 
 def render_package(report: PackageReport, console: Any) -> None:
     """Verdict first, then what the package is, what it needs, and (same platform) what this machine has."""
-    from rich.markup import escape
     from rich.table import Table
 
     analysis = report.analysis
     style = {True: "bold green", False: "bold red", None: "bold cyan"}[report.ready]
-    console.print(f"[{style}]{escape(report.verdict)}[/]")
+    console.print(f"[{style}]{safe(report.verdict)}[/]")
 
     about = Table(show_header=False, box=None, pad_edge=False)
     about.add_column(style="bold")
     about.add_column()
-    about.add_row("Package", escape(f"{analysis.source} ({analysis.kind.value})"))
+    about.add_row("Package", safe(f"{analysis.source} ({analysis.kind.value})"))
     version = analysis.label + (f", commit {analysis.git_commit}" if analysis.git_commit else "")
     about.add_row(
         "Version",
-        escape(version + (f"  [{'; '.join(analysis.version_evidence)}]" if analysis.version_evidence else "")),
+        safe(version + (f"  [{'; '.join(analysis.version_evidence)}]" if analysis.version_evidence else "")),
     )
-    about.add_row("Platform", escape(f"{analysis.platform.value}  [{analysis.platform_evidence}]"))
+    about.add_row("Platform", safe(f"{analysis.platform.value}  [{analysis.platform_evidence}]"))
     providers = ", ".join(analysis.providers) or "none: CPU EP only"
-    about.add_row("Flavour", escape(f"{analysis.flavour.value} (providers: {providers})"))
+    about.add_row("Flavour", safe(f"{analysis.flavour.value} (providers: {providers})"))
     console.print(about)
 
     if analysis.requirements:
@@ -44,7 +44,7 @@ def render_package(report: PackageReport, console: Any) -> None:
         for req in analysis.requirements:
             value = req.value + (" (optional)" if req.optional else "")
             source = "[dim]version matrix:[/] " if req.from_matrix and "matrix" not in req.evidence else ""
-            needs.add_row(req.kind.value, escape(value), source + escape(req.evidence))
+            needs.add_row(req.kind.value, safe(value), source + safe(req.evidence))
         console.print(needs)
 
     libraries = Table(title="Libraries inside", title_justify="left")
@@ -56,7 +56,7 @@ def render_package(report: PackageReport, console: Any) -> None:
         for need in lib.needs:
             if need.component in _QUIET:
                 continue
-            text = escape(need.name)
+            text = safe(need.name)
             if need.kind in (NeedKind.LAZY, NeedKind.INDIRECT):
                 text = f"[italic]{text} ({need.kind.value})[/]"
             elif need.kind is NeedKind.DELAY_LOAD:
@@ -64,7 +64,7 @@ def render_package(report: PackageReport, console: Any) -> None:
             if need.in_package:
                 text = f"[dim]{text}[/]"
             shown.append(text)
-        libraries.add_row(escape(lib.name), lib.role.value, ", ".join(shown) or "[dim]OS and C/C++ runtime only[/]")
+        libraries.add_row(safe(lib.name), lib.role.value, ", ".join(shown) or "[dim]OS and C/C++ runtime only[/]")
     console.print(libraries)
 
     host_checks = [c for c in report.checks if c.id.startswith("host.")]
@@ -74,14 +74,13 @@ def render_package(report: PackageReport, console: Any) -> None:
         here.add_column("Check", overflow="fold")
         here.add_column("Evidence", overflow="fold")
         for check in host_checks:
-            here.add_row(f"[{check.status.style}]{check.status.symbol}[/]", escape(check.title), escape(check.evidence))
+            here.add_row(f"[{check.status.style}]{check.status.symbol}[/]", safe(check.title), safe(check.evidence))
         console.print(here)
     _render_fixes(report, console)
 
 
 def _render_fixes(report: PackageReport, console: Any) -> None:
     """One line per distinct fix (several missing libraries often share one), the root cause's fix first."""
-    from rich.markup import escape
 
     problems = [c for c in report.checks if c.status in (Status.FAIL, Status.WARN)]
     if not problems:
@@ -93,4 +92,4 @@ def _render_fixes(report: PackageReport, console: Any) -> None:
     for fix, checks in grouped.items():
         status = Status.FAIL if any(c.status is Status.FAIL for c in checks) else Status.WARN
         what = ", ".join(c.details.get("soname") or c.title for c in checks)
-        console.print(f"  [{status.style}]{status.symbol}[/] {escape(what)}: {escape(fix)}")
+        console.print(f"  [{status.style}]{status.symbol}[/] {safe(what)}: {safe(fix)}")

@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from ortgpu.cli.output import emit, json_option
+from ortgpu.cli.output import safe as x
+from ortgpu.explain import ExplainInputError
 
 __all__ = ["command"]
 
@@ -32,13 +34,23 @@ def command(text: tuple[str, ...], as_json: bool) -> int:
 
 
 def _read_stdin() -> str:
-    # pasted Windows logs often carry bytes of another code page: keep them instead of failing
+    """Standard input, read no further than explain takes (``< /dev/zero`` ends at once, exit 2)."""
+    from ortgpu.explain import MAX_TEXT_CHARS
+    from ortgpu.limits import read_stream
+
+    hint = f"explain takes a pasted message of at most {MAX_TEXT_CHARS:,} characters; pipe in the error lines"
     raw = getattr(sys.stdin, "buffer", None)
-    return raw.read().decode("utf-8", errors="replace") if raw is not None else sys.stdin.read()
+    if raw is None:  # a text stream (embedding, tests): the same cap, counted in characters
+        text = sys.stdin.read(MAX_TEXT_CHARS + 1)
+        if len(text) > MAX_TEXT_CHARS:
+            raise ExplainInputError(f"standard input is over {MAX_TEXT_CHARS:,} characters", hint)
+        return text
+    # UTF-8 takes at most 4 bytes a character; pasted Windows logs often carry bytes of another code page:
+    # they are kept (replaced) instead of failing
+    return read_stream(raw, 4 * MAX_TEXT_CHARS, "standard input", hint).decode("utf-8", errors="replace")
 
 
 def _render(result: Any, console: Any) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from ortgpu.explain import Verdict
@@ -49,24 +61,24 @@ def _render(result: Any, console: Any) -> None:
         Verdict.BENIGN: "bold green",
         Verdict.NOT_RECOGNISED: "bold",
     }[result.verdict]
-    console.print(f"[{style}]{escape(result.summary)}[/]")
+    console.print(f"[{style}]{x(result.summary)}[/]")
     if result.matches:
         top = result.matches[0]
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
-        grid.add_row("Matched", escape(top.matched_line))
+        grid.add_row("Matched", x(top.matched_line))
         if top.detail:
-            grid.add_row("Specifics", escape(top.detail))
-        grid.add_row("Meaning", escape(top.meaning))
-        grid.add_row("Cause", escape(top.cause))
-        grid.add_row("Fix", escape(top.fix))
+            grid.add_row("Specifics", x(top.detail))
+        grid.add_row("Meaning", x(top.meaning))
+        grid.add_row("Cause", x(top.cause))
+        grid.add_row("Fix", x(top.fix))
         if top.related:
-            grid.add_row("See also", escape(", ".join(f"{r.id} {r.title}" for r in top.related)))
-        grid.add_row("Sources", escape(", ".join(top.sources[:6]) + (" …" if len(top.sources) > 6 else "")))
+            grid.add_row("See also", x(", ".join(f"{r.id} {r.title}" for r in top.related)))
+        grid.add_row("Sources", x(", ".join(top.sources[:6]) + (" …" if len(top.sources) > 6 else "")))
         console.print(grid)
     if result.build_note:
-        console.print(f"[bold]Build[/]  {escape(result.build_note)}")
+        console.print(f"[bold]Build[/]  {x(result.build_note)}")
     if len(result.matches) > 1:
         table = Table(title="Also in this paste", title_justify="left", show_lines=False)
         table.add_column("id", no_wrap=True)
@@ -77,6 +89,6 @@ def _render(result: Any, console: Any) -> None:
             what = m.title + (f" [{m.library}]" if m.library else "")
             if m.detail:
                 what += f" — {m.detail}"
-            table.add_row(m.id, kind, escape(what))
+            table.add_row(x(m.id), kind, x(what))
         console.print(table)
-    console.print(f"[bold]Next[/]  {escape(result.next_step)}")
+    console.print(f"[bold]Next[/]  {x(result.next_step)}")

@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.untrusted import shown
+from ortgpu.cli.output import CELL_LIMIT, TEXT_LIMIT, emit, json_option, progress_reporter, safe
 
 __all__ = ["command", "render"]
 
@@ -54,15 +53,13 @@ def command(
     return 0
 
 
-_TEXT = 2000  # characters of one of ortgpu's own sentences quoting a model (a reason, a note, a hint)
+_TEXT = TEXT_LIMIT  # one of ortgpu's own sentences quoting a model (a reason, a note, a hint)
 
 
-def _x(text: object, limit: int = 200) -> str:
-    """Model-supplied text made safe for a rich console: markup escaped, control characters shown as escapes, the
-    middle of a very long name left out (the JSON keeps it whole)."""
-    from rich.markup import escape
-
-    return escape(shown(text, limit))
+def _x(text: object, limit: int = CELL_LIMIT) -> str:
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe): markup
+    escaped, control characters shown as escapes; a name's middle left out past CELL_LIMIT (the JSON has it whole)."""
+    return safe(text, limit)
 
 
 def _size(n: int | None) -> str:

@@ -17,9 +17,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("ortgpu.cli.bench", "Honest latency and throughput: warm-up, percentiles, modes, sweeps, report."),
     "demo": ("ortgpu.cli.demo", "The main job on a built-in model: doctor summary, check and bench."),
     "tune": ("ortgpu.cli.tune", "Find the fastest config whose outputs still match fp32; write ortgpu.toml."),
+    "infer": ("ortgpu.cli.infer", "Batch inference over a dataset with verified sessions: local GPU workers or Ray."),
     "bundle": ("ortgpu.cli.bundle", "Copy the files a C/C++ deployment of an ORT package needs, with a manifest."),
     "inspect": ("ortgpu.cli.inspect", "What a model takes and returns, its ops, and which nodes the CUDA EP takes."),
     "profile": ("ortgpu.cli.profile", "Where a model's time goes, per op and node, by provider; fusion; report."),
+    "fp16": ("ortgpu.cli.fp16", "Convert a model to fp16, validated on data, with the fp32 keep-list found for you."),
+    "compare": ("ortgpu.cli.compare", "Compare two runs: EPs, models, saved outputs, ORT versions, C libraries."),
+    "debug": ("ortgpu.cli.debug", "Tools for a failing model: `debug reduce` finds the smallest failing subgraph."),
 }
 
 

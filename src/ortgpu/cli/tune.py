@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.untrusted import shown
+from ortgpu.cli.output import emit, json_option, progress_reporter, safe
 
 __all__ = ["command", "render"]
 
@@ -130,12 +129,10 @@ def _lever_text(params: dict[str, Any], base: dict[str, Any]) -> str:
     return ", ".join(changed) or "ORT defaults"
 
 
-def _x(text: object, limit: int = 2000) -> str:
+def _x(text: object) -> str:
     """Text that may quote a model (ORT's error messages name its nodes) made safe for a rich console: markup
-    escaped, control characters shown as escapes, the middle of a very long text left out."""
-    from rich.markup import escape
-
-    return escape(shown(text, limit))
+    escaped, control characters shown as escapes, the middle of a very long text left out (cli.output.safe)."""
+    return safe(text)
 
 
 def render(result: Any, console: Any) -> None:

@@ -96,10 +96,14 @@ class OpenedPackage:
     links: Mapping[str, str] = field(default_factory=dict)  # symlink member -> target member (inside the package)
 
     def read_text(self, member: str) -> str:
-        try:
-            return self.files[member].read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise PackageError(f"{self.source}: cannot read {member} ({exc.strerror})", "check the package") from None
+        """A small text member (VERSION_NUMBER, METADATA ...), read no further than PACKAGE_TEXT_LIMIT."""
+        from ortgpu.limits import PACKAGE_TEXT_LIMIT, read_input_bytes
+
+        data = read_input_bytes(
+            self.files[member], PACKAGE_TEXT_LIMIT, "check the package", error=PackageError,
+            shown=f"{member} in {self.source}",
+        )
+        return data.decode("utf-8", errors="replace")
 
     def find(self, basename: str) -> tuple[str, ...]:
         """Wanted members with this file name, shallowest first."""
@@ -126,10 +130,10 @@ def open_package(
     if source.is_dir():
         yield _open_folder(source, also)
         return
-    if not source.is_file():  # a FIFO would block the read forever, a device would be read without end
-        raise PackageError(
-            f"{source}: not a regular file (a device, FIFO or socket)", "give an onnxruntime wheel, .zip/.tgz or folder"
-        )
+    from ortgpu.limits import check_input_file
+
+    # a FIFO would block the read of its first bytes, a device never end: refused before they are opened
+    check_input_file(source, "package", "give an onnxruntime wheel, .zip/.tgz or folder", error=PackageError)
     kind = _archive_kind(source)
     with tempfile.TemporaryDirectory(prefix="ortgpu-package-") as tmp:
         root = Path(tmp)
@@ -421,10 +425,14 @@ def _open_folder(source: Path, also: Callable[[str], bool] | None = None) -> Ope
             local = Path(dirpath) / filename
             name = local.relative_to(source).as_posix()
             if local.is_symlink():
-                resolved = local.resolve()
-                if resolved.is_relative_to(root) and resolved.is_file():
+                try:
+                    resolved = local.resolve()
+                    inside = resolved.is_relative_to(root) and resolved.is_file()
+                except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13) or a name too long
+                    continue
+                if inside:
                     links[name] = resolved.relative_to(root).as_posix()
-                continue  # links leaving the folder are not part of the package
+                continue  # links leaving the folder (or going nowhere) are not part of the package
             if not local.is_file():
                 continue
             members.append(name)

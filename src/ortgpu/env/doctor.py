@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from ortgpu.env.nvml import (
     query_driver,
 )
 from ortgpu.env.platform_probe import PlatformInfo, probe_platform, version_tuple
+from ortgpu.runtime.preload import PreloadPlan, plan_preload
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
 
@@ -104,6 +106,9 @@ class DoctorReport:
     requirements: Any  # ortgpu.env.matrix.OrtBuildRequirements | None
     duration_s: float
     windows: Any = None  # ortgpu.env.windows_loader.WindowsReport on a Windows host, else None
+    # Linux: the onnxruntime.preload_dlls() calls the load attempt made first, as ortgpu's own GPU sessions do
+    # (ortgpu.runtime.preload); no calls when no nvidia-* pip libraries are on the path
+    cuda_preload: PreloadPlan | None = None
 
     @property
     def exit_code(self) -> int:
@@ -142,6 +147,7 @@ def query_ort(module_dir: Path | None) -> OrtBuild:
         device=ort.get_device(),
         available_providers=tuple(ort.get_available_providers()),
         module_file=ort.__file__,
+        has_preload_dlls=hasattr(ort, "preload_dlls"),
     )
 
 
@@ -160,8 +166,11 @@ class _Checks:
         return min(failed, key=lambda c: _RANK.get(c.id.split(":")[0], 90), default=None)
 
 
-def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) -> DoctorReport:
-    """Diagnose this machine for running ONNX Runtime on an NVIDIA GPU with the CUDA EP."""
+def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, quick: bool = False) -> DoctorReport:
+    """Diagnose this machine for running ONNX Runtime on an NVIDIA GPU with the CUDA EP.
+
+    ``quick``: skip the child process that loads the CUDA provider and runs a session (the slowest part on a GPU
+    machine); the load-attempt check then says it was skipped, and the verdict rests on the static checks."""
     started = time.perf_counter()
     probes = probes or Probes()
     report = progress or (lambda message, fraction=None: None)
@@ -179,37 +188,60 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
 
     report("installed onnxruntime distributions", 0.15)
     dists = find_distributions(sys_path)
-    ort = (probes.ort_query or query_ort)(dists.module_dir)
+    # The independent probes at once: importing onnxruntime here (a thread), the child that loads the CUDA provider
+    # (a process of its own: CUDA context, a session), and the file reads and ELF parsing in this thread.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ortgpu-doctor") as pool:
+        ort_future = pool.submit(probes.ort_query or query_ort, dists.module_dir)
 
-    report("NVIDIA driver (NVML)", 0.3)
-    driver = query_driver(probes.nvml, environ)
-    loader_env = (
-        LoaderEnv.from_system(environ, probes.ldconfig_text, sys_path, root=probes.loader_root) if linux else None
-    )
+        report("NVIDIA driver (NVML)", 0.3)
+        driver = query_driver(probes.nvml, environ)
+        visible = map_visible_devices(
+            driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER")
+        )
+        gpu_usable = driver.present and bool(visible.devices)
+        loader_env = (
+            LoaderEnv.from_system(environ, probes.ldconfig_text, sys_path, root=probes.loader_root) if linux else None
+        )
 
-    report("provider libraries and what they need", 0.4)
-    providers = _provider_libraries(dists, loader_env) if linux else ()
-    cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
-    requirements = _requirements(dists, ort, cuda_lib)
-    lazy = _lazy_libraries(requirements)
-    if cuda_lib and lazy and loader_env:
-        providers = _with_lazy(providers, lazy, loader_env)
-        cuda_lib = next(p for p in providers if p.provider == "cuda")
+        report("provider libraries and what they need", 0.4)
+        providers = _provider_libraries(dists, loader_env) if linux else ()
+        cuda_lib = next((p for p in providers if p.provider == "cuda"), None)
+        early_plan, early = None, None
+        if cuda_lib is not None and not quick:
+            # the child starts now: the preload_dlls() plan it follows needs only the ORT version, which the
+            # distribution's metadata gives without importing onnxruntime
+            report("loading the CUDA provider in a child process", 0.45)
+            early_plan = _preload_plan(cuda_lib, dists, None, sys_path)
+            early = pool.submit(_load_attempt, cuda_lib, early_plan, probes, environ, gpu_usable, conv=False)
+        ort = ort_future.result()
+        requirements = _requirements(dists, ort, cuda_lib)
+        lazy = _lazy_libraries(requirements)
+        if cuda_lib and lazy and loader_env:
+            providers = _with_lazy(providers, lazy, loader_env)
+            cuda_lib = next(p for p in providers if p.provider == "cuda")
 
-    libcuda = _resolve_libcuda(cuda_lib, loader_env) if loader_env else None
-    visible = map_visible_devices(driver.gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
-    checks.add(host.glibc_check(plat, providers, requirements, dists))
-    for check in ort_checks.distribution_checks(dists, ort):
-        checks.add(check)
-    checks.add(ort_checks.ort_build_check(dists, ort))
-    for provider in providers:
-        checks.add(ort_checks.provider_check(provider, dists, ort, requirements))
+        libcuda = _resolve_libcuda(cuda_lib, loader_env) if loader_env else None
+        checks.add(host.glibc_check(plat, providers, requirements, dists))
+        for check in ort_checks.distribution_checks(dists, ort):
+            checks.add(check)
+        checks.add(ort_checks.ort_build_check(dists, ort))
+        plan = _preload_plan(cuda_lib, dists, ort, sys_path) if linux else None
+        for provider in providers:
+            checks.add(ort_checks.provider_check(provider, dists, ort, requirements, plan))
+        first = early.result() if early is not None else None
 
-    report("loading the CUDA provider in a child process", 0.55)
-    gpu_usable = driver.present and bool(visible.devices)
-    attempt, preload_attempt = _load_attempts(cuda_lib, dists, probes, environ, gpu_usable)
-    checks.add(loading.load_check(cuda_lib, attempt, preload_attempt, gpu_usable))
-    mapped = _mapped(attempt, providers, loader_env) if attempt and attempt.ok else ()
+    attempt = None
+    if quick and cuda_lib is not None:
+        checks.add(loading.skipped_check(cuda_lib))
+    else:
+        if first is not None and _calls(early_plan) != _calls(plan):
+            first = None  # onnxruntime itself said otherwise about preload_dlls(): load again, as it will be used
+        conv = cuda_lib is not None and _cudnn_needs_a_look(cuda_lib)
+        attempt = first
+        if attempt is None or (conv and attempt.ok and attempt.session_requested):
+            attempt = _load_attempt(cuda_lib, plan, probes, environ, gpu_usable, conv=conv)
+        checks.add(loading.load_check(cuda_lib, attempt, None, gpu_usable))
+    mapped = _mapped(attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
     if mapped:
         checks.add(loading.mapped_check(mapped))
 
@@ -241,12 +273,13 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None) 
         ort=ort,
         providers=providers,
         load_attempt=attempt,
-        preload_attempt=preload_attempt,
+        preload_attempt=None,
         mapped=mapped,
         driver=driver,
         visible=visible if driver.present else None,
         kernel_archs=archs,
         requirements=requirements,
+        cuda_preload=plan,
     )
 
 
@@ -411,37 +444,68 @@ def _requirements(dists: DistributionsReport, ort: OrtBuild, cuda_lib: ProviderL
     return requirements_for(version, cuda_major)
 
 
-def _load_attempts(
+def _preload_plan(
+    cuda_lib: ProviderLibrary | None, dists: DistributionsReport, ort: OrtBuild | None, sys_path: Sequence[str]
+) -> PreloadPlan | None:
+    """The preload_dlls() calls ortgpu's GPU sessions make for this ORT (the load attempt makes the same).
+
+    ``ort`` None: decided from the distribution's version alone (before onnxruntime is imported)."""
+    if cuda_lib is None or cuda_lib.from_shadowed:
+        return None
+    has = ort.has_preload_dlls if ort is not None else None
+    if has is None:
+        version = (ort.version if ort is not None else None) or (
+            dists.package_info.version if dists.package_info else None
+        )
+        has = version_tuple(version) >= (1, 21)
+    return plan_preload(cuda_lib.path.parent.parent, cuda_lib.cuda_major, sys_path, has_preload=has)
+
+
+def _load_attempt(
     cuda_lib: ProviderLibrary | None,
-    dists: DistributionsReport,
+    plan: PreloadPlan | None,
     probes: Probes,
     environ: Mapping[str, str],
     gpu_usable: bool,
-) -> tuple[LoadAttempt | None, LoadAttempt | None]:
+    *,
+    conv: bool = True,
+) -> LoadAttempt | None:
+    """The real load in a child, done the way ortgpu's own sessions load CUDA: preload_dlls() first when planned.
+
+    On a usable GPU the child runs a session: one Add unless ``conv`` (a Conv, so cuDNN is loaded and initialised
+    as well)."""
     if cuda_lib is None:
-        return None, None
+        return None
     capi = cuda_lib.path.parent
-    module_parent = capi.parent.parent
-    libraries = provider_libraries(capi, "cuda")
-    attempt = probes.load(
-        libraries,
+    extra: dict[str, Any] = {}
+    if plan is not None and plan.calls:
+        extra["preload_calls"] = _calls(plan)
+    return probes.load(
+        provider_libraries(capi, "cuda"),
         session=gpu_usable,
-        module_parent=module_parent,
+        module_parent=capi.parent.parent,
         env=environ,
         timeout_s=probes.load_timeout_s,
+        conv=conv,
+        **extra,
     )
-    preload = None
-    pip_only = any(n.status is LibStatus.PIP_ONLY for n in cuda_lib.needs)
-    if not attempt.ok and pip_only and not cuda_lib.from_shadowed:
-        preload = probes.load(
-            libraries,
-            session=gpu_usable,
-            module_parent=module_parent,
-            preload=True,
-            env=environ,
-            timeout_s=probes.load_timeout_s,
-        )
-    return attempt, preload
+
+
+def _calls(plan: PreloadPlan | None) -> list[tuple[str, Any]]:
+    return [(call.text(), call.kwargs()) for call in plan.calls] if plan is not None else []
+
+
+def _cudnn_needs_a_look(cuda_lib: ProviderLibrary) -> bool:
+    """Whether the session should load cuDNN too: when the static resolution cannot say which cuDNN ORT gets (not
+    found, only in pip packages, another major, or a second copy the loader can reach)."""
+    for need in cuda_lib.needs:
+        if not need.soname.startswith("libcudnn"):
+            continue
+        if need.status is not LibStatus.FOUND:
+            return True
+        if any(c.source is not Source.NVIDIA_PIP for c in need.also_at):
+            return True
+    return False
 
 
 def _origin(path: Path, pip_dirs: Sequence[Path]) -> str:
@@ -467,7 +531,7 @@ _WHY = {
 
 
 def _mapped(
-    attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None
+    attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None, plan: PreloadPlan | None = None
 ) -> tuple[MappedLibrary, ...]:
     from ortgpu.env.cuda_fixes import component_of
 
@@ -482,7 +546,11 @@ def _mapped(
         if path.name.startswith("libonnxruntime"):
             continue
         need = by_real.get(path.resolve())
-        if need is None:
+        if attempt.preload_calls and plan is not None and plan.covers(path):
+            why = f"loaded by full path by onnxruntime.preload_dlls() from {path.parent}, before the provider asked"
+            if need is not None and need.path is not None and need.path.resolve() != path.resolve():
+                why += f"; without it the loader would pick {need.path}"
+        elif need is None:
             why = "opened at run time by another CUDA library (not predicted by the static search)"
         elif need.path is not None and need.path.resolve() == path.resolve():
             why = _WHY.get(need.source, "found by the loader") if need.source else "found by the loader"
@@ -532,4 +600,10 @@ def _verdict(
         return False, f"not ready: {cause}", cause, "see the checks below"
     device = visible.devices[0]
     gpu = device.gpu
-    return True, f"GPU ready: CUDA EP will load on GPU {device.device_id} ({gpu.name}, {gpu.sm})", None, None
+    verdict = f"GPU ready: CUDA EP will load on GPU {device.device_id} ({gpu.name}, {gpu.sm})"
+    if attempt.preload_calls:
+        verdict += (
+            "; CUDA/cuDNN come from the nvidia-* pip packages through onnxruntime.preload_dlls(), "
+            "as ortgpu.load, check and bench call it"
+        )
+    return True, verdict, None, None

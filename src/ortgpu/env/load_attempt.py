@@ -10,6 +10,7 @@ A crash or hang of the child cannot take ortgpu down with it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ADD_MODEL",
     "CHILD_CUDA_SESSION",
     "CHILD_IMPORT_ORT",
     "CHILD_REPORTER",
@@ -51,6 +53,12 @@ MAPPED_PREFIXES = (
     "libonnxruntime",
 )
 _MARK = "ORTGPU_STAGE "
+# The doctor's default CUDA session: y = x + x on [1, 8] (opset 17, IR 8), serialised once with onnx (a test checks
+# it still parses and validates), so the child imports neither onnx nor builds anything, and no cuDNN work runs.
+ADD_MODEL = bytes.fromhex(
+    "08083a490a0e0a01780a01781201792203416464120d6f72746770755f646f63746f725a130a0178120e0a0c080112080a0208"
+    "010a02080862130a0179120e0a0c080112080a0208010a02080842040a001011"
+)
 
 # Child-script pieces shared with the Windows (LoadLibraryExW) child in winapi: the stage reporter,
 # the optional `import onnxruntime` (cfg["import_ort"]), and the one-Conv CUDA session run once the
@@ -69,9 +77,23 @@ if cfg["import_ort"]:
             sys.path.insert(0, cfg["module_parent"])
         import onnxruntime as ort
         ort.set_default_logger_severity(3)
+        said, preload_error = "", None
         if cfg["preload"]:
-            ort.preload_dlls()
-        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None})
+            import contextlib, io
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):  # preload_dlls reports failures on stdout
+                if not hasattr(ort, "preload_dlls"):
+                    preload_error = "this onnxruntime has no preload_dlls()"
+                else:
+                    for call in cfg.get("preload_calls") or [{}]:
+                        try:
+                            ort.preload_dlls(**call)
+                        except Exception as exc:
+                            preload_error = type(exc).__name__ + ": " + str(exc)
+                            break
+            said = buffer.getvalue()[-2000:]
+        stage("ort", {"file": ort.__file__, "version": ort.__version__, "error": None,
+                      "preload_output": said, "preload_error": preload_error})
     except Exception as exc:  # reported as text: an import failure is a finding, not a crash
         ort = None
         stage("ort", {"file": None, "version": None, "error": type(exc).__name__ + ": " + str(exc)})
@@ -82,21 +104,25 @@ if ok and cfg["session"] and ort is not None:
     result = {"providers": [], "error": None, "ran": False}
     try:
         import numpy as np
-        from onnx import TensorProto, helper, numpy_helper
-        weight = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, dtype=np.float32), "w")
-        graph = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "ortgpu_doctor",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
+        if cfg.get("model_hex"):  # the minimal model: one Add, no onnx import, no cuDNN work
+            model_bytes, feed = bytes.fromhex(cfg["model_hex"]), np.ones((1, 8), dtype=np.float32)
+        else:  # a Conv, so that cuDNN is loaded and initialised too
+            from onnx import TensorProto, helper, numpy_helper
+            weight = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, dtype=np.float32), "w")
+            graph = helper.make_graph(
+                [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "ortgpu_doctor",
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+            model.ir_version = 8
+            model_bytes, feed = model.SerializeToString(), np.ones((1, 3, 8, 8), dtype=np.float32)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         session = ort.InferenceSession(
-            model.SerializeToString(), options,
+            model_bytes, options,
             providers=[("CUDAExecutionProvider", {"device_id": str(cfg["device_id"])}), "CPUExecutionProvider"])
         result["providers"] = session.get_providers()
-        session.run(None, {"x": np.ones((1, 3, 8, 8), dtype=np.float32)})
+        session.run(None, {"x": feed})
         result["ran"] = True
     except Exception as exc:  # the child reports any failure as text; the parent decides what it means
         result["error"] = type(exc).__name__ + ": " + str(exc)
@@ -175,6 +201,10 @@ class LoadAttempt:
     returncode: int | None
     stderr_tail: str
     duration_s: float
+    conv: bool = True  # the session ran a Conv (cuDNN loaded); False: the minimal Add model
+    preload_calls: tuple[str, ...] = ()  # the preload_dlls calls made first, as text ("onnxruntime.preload_dlls()")
+    preload_output: str = ""  # what they printed (failures to load a library)
+    preload_error: str | None = None  # a call that raised, or "this onnxruntime has no preload_dlls()"
 
     @property
     def ok(self) -> bool:
@@ -231,16 +261,22 @@ def attempt_load(
     session: bool = False,
     module_parent: Path | None = None,
     preload: bool = False,
+    preload_calls: Sequence[tuple[str, Mapping[str, Any]]] = (),
     device_id: int = 0,
     python: str = sys.executable,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
+    conv: bool = True,
 ) -> LoadAttempt:
     """Load `libraries` in a fresh child (first with RTLD_GLOBAL), optionally create a CUDA session there.
 
     `module_parent` is the folder holding the onnxruntime package to import, so the child uses
-    the same copy the parent diagnosed.
+    the same copy the parent diagnosed. `preload` calls onnxruntime.preload_dlls() first; `preload_calls`
+    (text, keyword arguments) makes those calls instead of the one without arguments. The session runs a
+    one-Conv model (cuDNN loaded and initialised) unless `conv` is False: then one Add (ADD_MODEL), the least a
+    CUDA session can do.
     """
+    preload = preload or bool(preload_calls)
     config = {
         "mark": _MARK,
         "prefixes": list(MAPPED_PREFIXES),
@@ -249,12 +285,19 @@ def attempt_load(
         "session": session,
         "module_parent": str(module_parent) if module_parent else None,
         "preload": preload,
+        "preload_calls": [dict(kwargs) for _, kwargs in preload_calls],
         "device_id": device_id,
+        "model_hex": None if conv else ADD_MODEL.hex(),
     }
     child = run_child(_CHILD, config, python=python, env=os.environ if env is None else env, timeout_s=timeout_s)
-    return _result(
+    attempt = _result(
         child.stages, session, preload, child.returncode, child.stderr, child.duration_s, timed_out=child.timed_out
     )
+    attempt = dataclasses.replace(attempt, conv=conv)
+    if not preload:
+        return attempt
+    texts = tuple(text for text, _ in preload_calls) or ("onnxruntime.preload_dlls()",)
+    return dataclasses.replace(attempt, preload_calls=texts)
 
 
 def _stages(stdout: str, mark: str) -> dict[str, Any]:
@@ -313,6 +356,8 @@ def _result(
         returncode=returncode,
         stderr_tail=_stderr_tail(stderr),
         duration_s=duration,
+        preload_output=(ort.get("preload_output") or "").strip(),
+        preload_error=ort.get("preload_error"),
     )
 
 

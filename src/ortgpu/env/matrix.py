@@ -182,6 +182,8 @@ _LIBRARY_RULES: tuple[tuple[re.Pattern[str], LibraryFamily, str, Platform, Any],
         (r"^libcufft\.so\.(\d+)", LibraryFamily.CUDA, "cuFFT", "linux", "cufft"),
         (r"^libcurand\.so\.(\d+)", LibraryFamily.CUDA, "cuRAND", "linux", None),  # .so.10 in CUDA 11, 12 and 13
         (r"^libnvrtc(?:-builtins)?\.so\.(\d+)", LibraryFamily.CUDA, "NVRTC", "linux", "cuda"),
+        (r"^libnvrtc(?:-builtins)?\.so$", LibraryFamily.CUDA, "NVRTC", "linux", None),  # the unversioned dev name
+        (r"^libcupti\.so(?:\.(\d+))?", LibraryFamily.CUDA, "CUPTI (CUDA profiling tools)", "linux", "cuda"),
         (r"^libcudnn\.so\.(\d+)", LibraryFamily.CUDNN, "cuDNN", "linux", "same"),
         (r"^libcudnn_(\w+?)\.so\.(\d+)", LibraryFamily.CUDNN, "cuDNN sub-library", "linux", "last"),
         (r"^libnvinfer\.so\.(\d+)", LibraryFamily.TENSORRT, "TensorRT", "linux", "same"),
@@ -195,6 +197,7 @@ _LIBRARY_RULES: tuple[tuple[re.Pattern[str], LibraryFamily, str, Platform, Any],
         (r"^(?:cublas)?Lt64_(\d+)\.dll$", LibraryFamily.CUDA, "cuBLASLt", "windows", "dll"),
         (r"^cublas64_(\d+)\.dll$", LibraryFamily.CUDA, "cuBLAS", "windows", "dll"),
         (r"^cufft64_(\d+)\.dll$", LibraryFamily.CUDA, "cuFFT", "windows", "cufft"),
+        (r"^cupti64_[\d.]+\.dll$", LibraryFamily.CUDA, "CUPTI (CUDA profiling tools)", "windows", None),
         (r"^curand64_(\d+)\.dll$", LibraryFamily.CUDA, "cuRAND", "windows", None),
         (r"^nvrtc64_(\d+)(?:_\d+)?\.dll$", LibraryFamily.CUDA, "NVRTC", "windows", "nvrtc"),
         (r"^cudnn64_(\d+)\.dll$", LibraryFamily.CUDNN, "cuDNN", "windows", "same"),
@@ -242,8 +245,8 @@ def _major_from_rule(rule: Any, numbers: list[int]) -> int | None:
         return n
     if rule == "cufft":  # cuFFT 10 ships with CUDA 11, 11 with CUDA 12, 12 with CUDA 13
         return n + 1
-    if rule == "dll":  # cudart64_110 -> 11, cublas64_12 -> 12
-        return n // 10 if n >= 100 else n
+    if rule == "dll":  # cudart64_110 -> 11, cublas64_12 -> 12, cublas64_91 -> 9 (CUDA <= 9 put major.minor in the name)
+        return n // 10 if n >= 20 else n
     if rule == "nvrtc":  # nvrtc64_112_0 -> 11, nvrtc64_120_0 -> 12, nvrtc64_130_0 -> 13
         return n // 10 if n >= 100 else n
     raise AssertionError(f"unknown major rule {rule!r}")

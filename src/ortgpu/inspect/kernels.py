@@ -18,6 +18,7 @@ from ortgpu.errors import OrtgpuError
 from ortgpu.inspect.graph import Inference, domain_name, walk
 from ortgpu.inspect.registry import RegistryError, match_node, read_registry
 from ortgpu.inspect.result import KernelCoverage, KernelSource, KernelStatus, NodeOffEp
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -33,8 +34,9 @@ def ort_schema_keys() -> frozenset[tuple[str, str]] | None:
     """(domain, op type) of every operator schema onnxruntime knows (ONNX, ONNX-ML and its contrib ops); None
     without onnxruntime. Reading schemas instantiates no EP: it is safe in-process."""
     try:
+        import_onnxruntime("reading ORT's operator schemas")
         import onnxruntime.capi._pybind_state as C
-    except ImportError:
+    except (OrtgpuError, ImportError):
         return None
     if not hasattr(C, "get_all_operator_schema"):
         return None
@@ -92,7 +94,7 @@ def registry_coverage(
 
 
 def _session_coverage(info: ModelInfo, model: onnx.ModelProto, config: Config, device_id: int | None) -> KernelCoverage:
-    import onnxruntime as ort
+    ort = import_onnxruntime("asking ORT's CUDA EP which nodes it takes")
 
     from ortgpu.session import open_session
 
@@ -154,8 +156,8 @@ def kernel_coverage(
     else its kernel registry (in a child process), else "not determined" with the cause."""
     say = report or (lambda message, fraction=None: None)
     try:
-        import onnxruntime as ort
-    except ImportError:
+        ort = import_onnxruntime("asking ORT's CUDA EP which nodes it takes")
+    except OrtgpuError:
         return KernelCoverage(KernelStatus.NOT_DETERMINED, CUDA, "not determined: onnxruntime is not installed here")
     from ortgpu.session.providers import missing_from_build_error
 

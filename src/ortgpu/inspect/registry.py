@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ortgpu.runtime.guard import import_onnxruntime
+
 __all__ = ["KernelDef", "OpSchema", "Registry", "RegistryError", "main", "match_node", "read_registry"]
 
 _TIMEOUT_S = 120.0
@@ -176,7 +178,7 @@ def match_node(
 
 
 def _dump(provider: str, ops: set[tuple[str, str]]) -> dict[str, Any]:
-    import onnxruntime as ort
+    ort = import_onnxruntime("reading ORT's kernel registry")
     import onnxruntime.capi._pybind_state as C
 
     variadic = C.schemadef.OpSchema.FormalParameterOption.Variadic

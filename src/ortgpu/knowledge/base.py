@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
@@ -12,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.env.matrix import Platform
+from ortgpu.knowledge.prefilter import Prefilter, linearity_problems, prefilter_for
+from ortgpu.knowledge.signals import SignalKind
 
 __all__ = [
     "ALLOWED_GROUPS",
+    "CLAIM_KEYS",
+    "Claim",
     "Example",
     "FailureMode",
     "Family",
@@ -91,6 +96,39 @@ class Example:
     verbatim: bool
 
 
+CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status"})
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A structural signal an entry explains: its kind and the attribute values it requires (any of each list).
+
+    Strings match case-insensitively as prefixes ("cuDNN sub-library" accepts "cuDNN sub-library adv"), numbers
+    exactly. The claim with the most constraints wins when several entries claim one signal.
+    """
+
+    kind: SignalKind
+    constraints: Mapping[str, tuple[str | int, ...]]
+
+    @property
+    def specificity(self) -> int:
+        return len(self.constraints)
+
+    def accepts(self, kind: SignalKind, attributes: Mapping[str, str | int]) -> bool:
+        if kind is not self.kind:
+            return False
+        for key, wanted in self.constraints.items():
+            value = attributes.get(key)
+            if value is None:
+                return False
+            if isinstance(value, int):
+                if value not in wanted:
+                    return False
+            elif not any(isinstance(w, str) and value.lower().startswith(w.lower()) for w in wanted):
+                return False
+        return True
+
+
 @dataclass(frozen=True)
 class FailureMode:
     """One entry of the knowledge base."""
@@ -112,7 +150,9 @@ class FailureMode:
     related: tuple[str, ...] = ()
     merged_into: str | None = None  # its message is another entry's; matched as that entry
     generic: bool = False  # a catch-all, dropped when a specific entry matched the same lines
+    claims: tuple[Claim, ...] = ()  # structural signals this entry explains (knowledge/signals.py)
     compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    prefilters: tuple[Prefilter | None, ...] = field(default=(), compare=False, repr=False)  # one per pattern
 
     @property
     def is_gpu_problem(self) -> bool:
@@ -143,10 +183,24 @@ class KnowledgeBase:
                 return entry
         raise UnknownFailureModeError(entry_id)
 
+    @functools.cached_property
+    def shared_literals(self) -> frozenset[str]:
+        """Required literals that more than one entry's patterns have (": cannot open shared object file"): they say
+        which kind of message a line is, not which entry it is."""
+        owners: dict[str, set[str]] = {}
+        for entry in self.entries:
+            for pre in entry.prefilters:
+                if pre is not None:
+                    owners.setdefault(pre.literal.lower(), set()).add(entry.id)
+        literals = list(owners)
+        shared = {lit for lit, ids in owners.items() if len(ids) > 1}
+        shared |= {a for a in literals for b in literals if a != b and a in b and owners[a] != owners[b]}
+        return frozenset(shared)
+
     @property
     def matchable(self) -> tuple[FailureMode, ...]:
-        """Entries with patterns of their own (merged entries are matched through their target)."""
-        return tuple(e for e in self.entries if e.patterns)
+        """Entries with patterns or claims of their own (merged entries are matched through their target)."""
+        return tuple(e for e in self.entries if e.patterns or e.claims)
 
 
 def validate_document(doc: Any) -> list[str]:
@@ -196,8 +250,8 @@ def validate_document(doc: Any) -> list[str]:
                 problems.append(f"{eid}: a merged entry has no patterns of its own")
             if merged not in with_patterns:
                 problems.append(f"{eid}: merged_into {merged!r} is not an entry with patterns")
-        elif not e.get("patterns"):
-            problems.append(f"{eid}: no patterns (and not merged into another entry)")
+        elif not e.get("patterns") and not e.get("signals"):
+            problems.append(f"{eid}: no patterns or signals (and not merged into another entry)")
         for pattern in e.get("patterns", ()):
             try:
                 compiled = re.compile(pattern)
@@ -207,6 +261,8 @@ def validate_document(doc: Any) -> list[str]:
             extra = set(compiled.groupindex) - ALLOWED_GROUPS
             if extra:
                 problems.append(f"{eid}: pattern {pattern!r} has unknown groups {sorted(extra)}")
+            problems.extend(f"{eid}: pattern {pattern!r} {why}" for why in linearity_problems(pattern))
+        problems.extend(_claim_problems(eid, e.get("signals", [])))
         for rel in e.get("related", ()):
             if rel not in known:
                 problems.append(f"{eid}: related {rel!r} does not exist")
@@ -215,6 +271,7 @@ def validate_document(doc: Any) -> list[str]:
 
 def _entry(e: dict[str, Any]) -> FailureMode:
     fix = e["fix"]
+    compiled = tuple(re.compile(p) for p in e["patterns"])
     return FailureMode(
         id=e["id"],
         title=e["title"],
@@ -233,8 +290,36 @@ def _entry(e: dict[str, Any]) -> FailureMode:
         related=tuple(e.get("related", ())),
         merged_into=e.get("merged_into"),
         generic=bool(e.get("generic", False)),
-        compiled=tuple(re.compile(p) for p in e["patterns"]),
+        claims=tuple(_claim(c) for c in e.get("signals", ())),
+        compiled=compiled,
+        prefilters=tuple(prefilter_for(p) for p in compiled),
     )
+
+
+def _claim(c: dict[str, Any]) -> Claim:
+    constraints = {
+        key: tuple(value) if isinstance(value, list) else (value,) for key, value in c.items() if key != "kind"
+    }
+    return Claim(SignalKind(c["kind"]), constraints)
+
+
+def _claim_problems(eid: Any, claims: Any) -> list[str]:
+    if not isinstance(claims, list):
+        return [f"{eid}: 'signals' must be a list"]
+    problems = []
+    kinds = {k.value for k in SignalKind}
+    for c in claims:
+        if not isinstance(c, dict) or c.get("kind") not in kinds:
+            problems.append(f"{eid}: signal claim {c!r} needs a kind among {sorted(kinds)}")
+            continue
+        extra = set(c) - CLAIM_KEYS - {"kind"}
+        if extra:
+            problems.append(f"{eid}: signal claim has unknown keys {sorted(extra)}")
+        for key, value in c.items():
+            values = value if isinstance(value, list) else [value]
+            if key != "kind" and not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+                problems.append(f"{eid}: signal claim {key!r} must be strings or integers")
+    return problems
 
 
 def load_knowledge_base(path: Path | None = None) -> KnowledgeBase:

@@ -2,37 +2,25 @@
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
+import itertools
 import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ortgpu.env.matrix import LibraryFamily, Platform, library_info
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
+from ortgpu.knowledge.paste import Paste, normalise, prepare
+from ortgpu.knowledge.signals import Signal, extract_signals
+from ortgpu.knowledge.text import squeeze
 
-__all__ = ["Hit", "PasteFacts", "extract_facts", "find_hits", "normalise"]
+__all__ = ["Hit", "Paste", "PasteFacts", "extract_facts", "find_hits", "normalise", "prepare"]
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_TIMESTAMPS = (
-    # 2024-05-01 10:00:00.123456789, 2024-05-01T10:00:00Z, [2024-05-01 10:00:00,123]
-    re.compile(r"\[?\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b\]?"),
-    # TensorRT's [05/01/2024-10:36:56]
-    re.compile(r"\[\d{2}/\d{2}/\d{4}-\d{2}:\d{2}:\d{2}\]"),
-    # a bare time at the start of a line: 10:00:00.123
-    re.compile(r"^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),
+MAX_LIBRARY_TOKENS = 200
+_LIBRARY_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_+.-])[A-Za-z0-9_+.-]{1,200}?(?:\.so(?:\.\d{1,6}){1,4}|\.dll\b)", re.IGNORECASE
 )
-# [E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA]
-_ORT_LOG_PREFIX = re.compile(r"\[[VIWEF]:onnxruntime:[^\]]*\]\s*")
-# source positions: provider_bridge_ort.cc:1209, D:\a\_work\1\s\...\foo.cc:743, bar.py:200
-_SOURCE_POSITION = re.compile(r"(\.(?:cc|cpp|cxx|cu|cuh|h|hpp|c|py)):\d+\b")
-_HOSTNAME = re.compile(r"\bhostname=[^\s;]+")
-_PY_FRAME = re.compile(r'^\s*File "[^"]*", line \d+(?:, in .*)?$')
-_PY_NOISE = re.compile(
-    r"^\s*(?:Traceback \(most recent call last\):|[\^~]+|\.\.\.|During handling of the above exception.*)\s*$"
-)
-_SPACES = re.compile(r"[ \t]+")
-
-_LIBRARY_TOKEN = re.compile(r"[A-Za-z0-9_+.-]+\.so(?:\.\d+)+|[A-Za-z0-9_+.-]+\.dll\b", re.IGNORECASE)
 _WINDOWS_HINT = re.compile(r"\.dll\b|\b[A-Za-z]:\\|WinError|LoadLibrary|\\site-packages\\", re.IGNORECASE)
 _LINUX_HINT = re.compile(
     r"\.so(?:\.\d+)*\b|(?:^|[\s\"'(])/(?:usr|home|opt|lib|root|onnxruntime_src)/|LD_LIBRARY_PATH|ldconfig"
@@ -57,6 +45,7 @@ class Hit:
     line_indices: tuple[int, ...]
     groups: Mapping[str, str]  # named groups of the patterns, first value seen per name
     libraries: tuple[str, ...]  # every distinct `lib` value
+    how: str = "pattern"  # "pattern", "structure" (a claimed signal) or "wrapped text" (a phrase across lines)
 
     @property
     def library(self) -> str | None:
@@ -75,120 +64,179 @@ class PasteFacts:
     cuda_error_codes: tuple[int, ...]
 
 
-def _unwrap(lines: list[str]) -> list[str]:
-    """Re-join lines that a terminal, a mail client or an issue tracker hard-wrapped at a fixed width.
+MAX_MATCHES_PER_PATTERN = 32  # the first matches carry the specifics; a log repeating a line adds nothing
 
-    Only when the paste looks wrapped: the most common length among lines of 60+ characters occurs twice or more;
-    each line of exactly that length is joined to the next.
-    """
-    lengths = Counter(len(line) for line in lines if len(line) >= 60)
-    if not lengths:
-        return lines
-    width, count = lengths.most_common(1)[0]
-    if count < 2:
-        return lines
-    out: list[str] = []
-    carry = ""
-    for line in lines:
-        if len(line) == width:
-            carry += line
+
+def _matches(entry: FailureMode, paste: Paste) -> list[re.Match[str]]:
+    found: list[re.Match[str]] = []
+    for pattern, prefilter in zip(entry.compiled, entry.prefilters or (None,) * len(entry.compiled), strict=True):
+        if prefilter is not None and not prefilter.admits(paste.joined, paste.lowered):
             continue
-        out.append(carry + line)
-        carry = ""
-    if carry:
-        out.append(carry)
-    return out
+        found.extend(itertools.islice(pattern.finditer(paste.joined), MAX_MATCHES_PER_PATTERN))
+    return sorted(found, key=lambda m: m.start())
 
 
-def normalise(text: str) -> tuple[str, ...]:
-    """The paste as clean lines: no ANSI codes, timestamps, ORT log prefixes, source positions, hostnames,
-    Python stack frames, doubled backslashes or blank lines."""
-    text = _ANSI.sub("", text).replace("\\\\", "\\")
-    raw = _unwrap([line.rstrip() for line in text.splitlines()])
-    out: list[str] = []
-    after_frame = False
-    for line in raw:
-        if _PY_FRAME.match(line):
-            after_frame = True
-            continue
-        if after_frame and line[:1].isspace():  # the source line Python echoes under a frame
-            after_frame = False
-            continue
-        after_frame = False
-        if _PY_NOISE.match(line):
-            continue
-        for pattern in _TIMESTAMPS:
-            line = pattern.sub("", line)
-        line = _ORT_LOG_PREFIX.sub("", line)
-        line = _SOURCE_POSITION.sub(r"\1", line)
-        line = _HOSTNAME.sub("hostname=<host>", line)
-        line = _SPACES.sub(" ", line).strip()
-        if line:
-            out.append(line)
-    return tuple(out)
-
-
-def _line_index(starts: list[int], offset: int) -> int:
-    lo, hi = 0, len(starts) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if starts[mid] <= offset:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def find_hits(text: str, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
-    """Every failure mode whose patterns match the paste, best first.
+def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, ...]:
+    """Every failure mode the paste shows, best first: by the entries' patterns, by the structural signals they
+    claim (knowledge/signals.py), and by their long literal phrases in the whitespace-free text (wrapped lines).
 
     Order: GPU problems (by priority), then model/input errors, then informational notes; ties by position.
     A generic entry is dropped when a specific one matched the same lines.
     """
     kb = kb or load_knowledge_base()
-    lines = normalise(text)
-    joined = "\n".join(lines)
-    starts: list[int] = []
-    offset = 0
-    for line in lines:
-        starts.append(offset)
-        offset += len(line) + 1
-    hits: list[Hit] = []
+    paste = prepare(text)
+    hits: dict[str, Hit] = {}
     for entry in kb.matchable:
-        matches = sorted((m for pattern in entry.compiled for m in pattern.finditer(joined)), key=lambda m: m.start())
-        if not matches:
+        hit = _pattern_hit(entry, paste)
+        if hit is not None:
+            hits[entry.id] = hit
+    for signal in extract_signals(paste):
+        entry = _claimant(kb, signal)
+        if entry is not None:
+            hits[entry.id] = _with_signal(hits.get(entry.id), entry, signal, paste)
+    head = _head(paste)
+    glued: Paste | None = None
+    squeezed: tuple[str, tuple[int, ...]] | None = None
+    for entry in kb.matchable:
+        if entry.id in hits or not entry.patterns:
             continue
-        groups: dict[str, str] = {}
-        libraries: list[str] = []
-        for m in matches:
-            for name, value in m.groupdict().items():
-                if value is not None:
-                    groups.setdefault(name, value)
-                    if name == "lib" and value not in libraries:
-                        libraries.append(value)
-        first = matches[0]
-        first_line = _line_index(starts, first.start())
-        last_line = _line_index(starts, max(first.end() - 1, first.start())) if starts else 0
-        covered = sorted(
-            {
-                i
-                for m in matches
-                for i in range(_line_index(starts, m.start()), _line_index(starts, max(m.end() - 1, m.start())) + 1)
-            }
+        glued = glued or _glued(head)
+        hit = _pattern_hit(entry, head, glued)  # lines a terminal broke in the middle of a word
+        if hit is not None:
+            hits[entry.id] = hit
+            continue
+        squeezed = squeezed or head.squeezed
+        hit = _wrapped_hit(entry, head, squeezed, kb.shared_literals)
+        if hit is not None:
+            hits[entry.id] = hit
+    found = list(hits.values())
+    specific_lines = {i for h in found if not h.entry.generic for i in h.line_indices}
+    found = [h for h in found if not (h.entry.generic and specific_lines & set(h.line_indices))]
+    return tuple(sorted(found, key=_rank_key))
+
+
+def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -> Hit | None:
+    """The entry's pattern matches in the paste (or, given `glued`, in the paste's lines joined without breaks)."""
+    matches = _matches(entry, glued or paste)
+    if not matches:
+        return None
+    groups: dict[str, str] = {}
+    libraries: list[str] = []
+    for m in matches:
+        for name, value in m.groupdict().items():
+            if value is not None:
+                groups.setdefault(name, value)
+                if name == "lib" and value not in libraries:
+                    libraries.append(value)
+
+    def line_of(offset: int) -> int:
+        return paste.line_index(_unglue(paste, offset) if glued is not None else offset)
+
+    first = matches[0]
+    first_line = line_of(first.start())
+    last_line = line_of(max(first.end() - 1, first.start()))
+    covered = sorted(
+        {i for m in matches for i in range(line_of(m.start()), line_of(max(m.end() - 1, m.start())) + 1)}
+    )
+    return Hit(
+        entry=entry,
+        position=paste.starts[first_line] if glued is not None else first.start(),
+        line=" ".join(paste.lines[first_line : last_line + 1]) if paste.lines else "",
+        line_indices=tuple(covered),
+        groups=groups,
+        libraries=tuple(libraries),
+        how="pattern" if glued is None else "wrapped text",
+    )
+
+
+def _claimant(kb: KnowledgeBase, signal: Signal) -> FailureMode | None:
+    """The entry whose claim fits the signal most specifically (then the higher priority)."""
+    best: tuple[int, int] | None = None
+    chosen: FailureMode | None = None
+    for entry in kb.matchable:
+        for claim in entry.claims:
+            if claim.accepts(signal.kind, signal.attributes):
+                rank = (claim.specificity, entry.priority)
+                if best is None or rank > best:
+                    best, chosen = rank, entry
+    return chosen
+
+
+def _with_signal(hit: Hit | None, entry: FailureMode, signal: Signal, paste: Paste) -> Hit:
+    lib = signal.values.get("lib")
+    if hit is not None:  # the entry's own pattern matched too: keep its line, add what the signal knows
+        groups = {**signal.values, **hit.groups}
+        libraries = hit.libraries if not lib or lib in hit.libraries else (*hit.libraries, lib)
+        return dataclasses.replace(hit, groups=groups, libraries=libraries, how=hit.how)
+    return Hit(
+        entry=entry,
+        position=signal.position,
+        line=paste.lines[signal.line_index],
+        line_indices=(signal.line_index,),
+        groups=dict(signal.values),
+        libraries=(lib,) if lib else (),
+        how="structure",
+    )
+
+
+WRAP_REPAIR_CHARS = 65_536  # wrapped messages are pasted from a screen: repair the first 64 KB, not a whole log
+
+
+def _head(paste: Paste) -> Paste:
+    """The first lines of the paste, up to WRAP_REPAIR_CHARS."""
+    if len(paste.joined) <= WRAP_REPAIR_CHARS:
+        return paste
+    count = max(bisect.bisect_right(paste.starts, WRAP_REPAIR_CHARS) - 1, 1)
+    lines = paste.lines[:count]
+    joined = "\n".join(lines)
+    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins)
+
+
+def _glued(paste: Paste) -> Paste:
+    """The paste's lines joined with nothing between them: one line, as the terminal had it before wrapping."""
+    text = "".join(paste.lines)
+    return Paste((text,), text, text.lower(), (0,))
+
+
+def _unglue(paste: Paste, offset: int) -> int:
+    """An offset in the glued text as an offset in paste.joined (which has a newline after each line)."""
+    return offset + max(bisect.bisect_right(_glued_starts(paste), offset) - 1, 0)
+
+
+def _glued_starts(paste: Paste) -> list[int]:
+    return [start - index for index, start in enumerate(paste.starts)]
+
+
+MIN_WRAPPED_LITERAL = 24  # shorter phrases are not distinctive enough to match without their pattern
+
+
+def _wrapped_hit(
+    entry: FailureMode, paste: Paste, squeezed: tuple[str, tuple[int, ...]], shared: frozenset[str]
+) -> Hit | None:
+    """An entry whose pattern did not match, but whose long, distinctive literal phrase is in the text once
+    whitespace is ignored (lines wrapped at any column, extra or missing spaces)."""
+    text, starts = squeezed
+    for prefilter in entry.prefilters:
+        if prefilter is None or prefilter.literal.lower() in shared:
+            continue
+        phrase = squeeze(prefilter.literal)
+        if len(phrase) < MIN_WRAPPED_LITERAL or prefilter.admits(paste.joined, paste.lowered):
+            continue  # too short to stand alone, or intact in the text (then the pattern failed for a reason)
+        at = text.find(phrase)
+        if at < 0:
+            continue
+        first = max(bisect.bisect_right(starts, at) - 1, 0)
+        last = max(bisect.bisect_right(starts, at + len(phrase) - 1) - 1, first)
+        return Hit(
+            entry=entry,
+            position=paste.starts[first] if paste.starts else 0,
+            line=" ".join(paste.lines[first : last + 1]),
+            line_indices=tuple(range(first, last + 1)),
+            groups={},
+            libraries=(),
+            how="wrapped text",
         )
-        hits.append(
-            Hit(
-                entry=entry,
-                position=first.start(),
-                line=" ".join(lines[first_line : last_line + 1]) if lines else "",
-                line_indices=tuple(covered),
-                groups=groups,
-                libraries=tuple(libraries),
-            )
-        )
-    specific_lines = {i for h in hits if not h.entry.generic for i in h.line_indices}
-    hits = [h for h in hits if not (h.entry.generic and specific_lines & set(h.line_indices))]
-    return tuple(sorted(hits, key=_rank_key))
+    return None
 
 
 def _rank_key(hit: Hit) -> tuple[int, int, int]:
@@ -202,21 +250,22 @@ def _rank_key(hit: Hit) -> tuple[int, int, int]:
     return group, -entry.priority, hit.position
 
 
-def extract_facts(text: str) -> PasteFacts:
+def extract_facts(text: str | Paste) -> PasteFacts:
     """Platform, ORT version, the build's CUDA/cuDNN majors and the libraries a paste names."""
-    lines = normalise(text)
-    joined = "\n".join(lines)
+    joined = prepare(text).joined
     windows = len(_WINDOWS_HINT.findall(joined))
     linux = len(_LINUX_HINT.findall(joined))
     platform = Platform.WINDOWS if windows > linux else Platform.LINUX if linux > windows else None
     needs = _BUILD_NEEDS.search(joined)
     version = next((m.group(1) for p in _ORT_VERSION for m in [p.search(joined)] if m), None)
     libraries: list[str] = []
-    for token in _LIBRARY_TOKEN.findall(joined):
-        info = library_info(token)
+    for token in itertools.islice(_LIBRARY_TOKEN.finditer(joined), MAX_LIBRARY_TOKENS):
+        info = library_info(token.group(0))
         if info is not None and info.family is not LibraryFamily.ORT and info.name not in libraries:
             libraries.append(info.name)
-    codes = tuple(dict.fromkeys(int(c) for c in _CUDA_FAILURE.findall(joined)))
+    codes = tuple(
+        dict.fromkeys(int(m.group(1)) for m in itertools.islice(_CUDA_FAILURE.finditer(joined), MAX_LIBRARY_TOKENS))
+    )
     return PasteFacts(
         platform=platform,
         ort_version=version,

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortgpu.errors import BadInputError
+from ortgpu.errors import BadInputError, EnvironmentUnfitError, quoted
+from ortgpu.limits import INPUT_DATA_LIMIT, InputTooLargeError
+from ortgpu.model.culprits import describe_open_dims, find_open_dims
+from ortgpu.untrusted import human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -20,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DEFAULT_FLOAT_RANGE",
     "DEFAULT_INT_RANGE",
+    "MAX_DIM",
     "InputError",
     "InputSpec",
     "ResolvedInputs",
@@ -32,6 +36,8 @@ __all__ = [
 
 DEFAULT_FLOAT_RANGE = (0.0, 1.0)  # uniform in [low, high)
 DEFAULT_INT_RANGE = (0, 1)  # inclusive: a sensible default for masks, flags and small indices
+MAX_DIM = 2**63 - 1  # ONNX dims are int64
+_MAX_EXPRESSION_CHARS = 200  # an exporter's dim expression ("seq*2", "past + 1") is short; longer is not evaluated
 _STRING_WORDS = ("alpha", "beta", "gamma", "delta", "onnx", "runtime", "gpu", "cuda", "token", "a", "", "the")
 
 
@@ -79,18 +85,23 @@ def _split_assignment(text: str, flag: str, example: str) -> tuple[str, str]:
     name, sep, value = text.rpartition("=")
     name = name.strip()
     if not sep or not name:
-        raise InputError(f"{flag} {text!r}: expected NAME=VALUE", f"e.g. {flag} {example}")
+        raise InputError(f"{flag} {quoted(text)}: expected NAME=VALUE", f"e.g. {flag} {example}")
     return name, value.strip()
 
 
 def _parse_int(text: str, what: str, flag: str, example: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{flag}: {what} {text!r} is not a whole number", f"e.g. {flag} {example}") from None
-    if value < 0:
-        raise InputError(f"{flag}: {what} {value} is negative", f"e.g. {flag} {example}")
-    return value
+    import re
+
+    text = text.strip()
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+        raise InputError(f"{flag}: {what} {quoted(text)} is negative", f"e.g. {flag} {example}")
+    if not re.fullmatch(r"\+?[0-9]+", text):  # ASCII digits only: int() would also take "²"-like look-alikes
+        raise InputError(f"{flag}: {what} {quoted(text)} is not a whole number", f"e.g. {flag} {example}")
+    if len(text.lstrip("+0")) > 19 or int(text) > MAX_DIM:
+        raise InputError(
+            f"{flag}: {what} {quoted(text)} is larger than ONNX allows ({MAX_DIM:,})", f"e.g. {flag} {example}"
+        )
+    return int(text)
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -118,13 +129,13 @@ def parse_range(text: str) -> tuple[str, tuple[float, float]]:
     name, value = _split_assignment(text, "--range", example)
     parts = value.split(",")
     if len(parts) != 2:
-        raise InputError(f"--range {text!r}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
+        raise InputError(f"--range {quoted(text)}: expected NAME=LOW,HIGH", f"e.g. --range {example}")
     try:
         low, high = float(parts[0]), float(parts[1])
     except ValueError:
-        raise InputError(f"--range {text!r}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
+        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be numbers", f"e.g. --range {example}") from None
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise InputError(f"--range {text!r}: LOW and HIGH must be finite", f"e.g. --range {example}")
+        raise InputError(f"--range {quoted(text)}: LOW and HIGH must be finite", f"e.g. --range {example}")
     if low > high:
         raise InputError(
             f"--range {text!r}: LOW {low:g} is above HIGH {high:g}", f"e.g. --range {name}={high:g},{low:g}"
@@ -146,10 +157,12 @@ _BINARY_OPS = {
 
 def _eval_dim_expression(text: str, bindings: Mapping[str, int]) -> int | None:
     """Value of an exporter's dim expression such as ``"seq*2"`` or ``"past + 1"``; None when it cannot be
-    evaluated with the bound names (only + - * / // % on integers and names are understood)."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+    evaluated with the bound names (only + - * / // % on integers and names are understood).
+
+    The text comes from the model: an expression longer than a real exporter writes is not evaluated, and
+    neither is anything the parser cannot take (deep nesting), so a hostile dim cannot exhaust the stack."""
+    tree = _parse_expression(text)
+    if tree is None:
         return None
 
     def value(node: ast.AST) -> int | None:
@@ -166,6 +179,15 @@ def _eval_dim_expression(text: str, bindings: Mapping[str, int]) -> int | None:
 
     result = value(tree.body)
     return result if result is not None and result >= 0 else None
+
+
+def _parse_expression(text: str) -> ast.Expression | None:
+    if len(text) > _MAX_EXPRESSION_CHARS:
+        return None
+    try:
+        return ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _valid_names(model: ModelInfo) -> str:
@@ -280,6 +302,10 @@ def resolve_shapes(
             label = f"{lead!r}" if isinstance(lead, str) else "(unknown)"
             notes.append(f"input {info.name!r}: leading dim {label} defaulted to {lead_default}")
 
+    unfixed = [i for i in model.inputs if i.name not in given and i.name not in spec.shapes]
+    open_dims, partial = find_open_dims(unfixed, bindings, _eval_dim_expression, _expression_names, lead_default)
+    if open_dims:  # every open dim in one message, with one flag line that fixes them all
+        raise InputError(*describe_open_dims(open_dims, partial))
     shapes: dict[str, tuple[int, ...]] = {}
     for info in model.inputs:
         if info.name in given:
@@ -319,10 +345,11 @@ def _resolve_dim(
         if value is not None:
             return value
         names = [n for n in _expression_names(dim) if n not in bindings] or [dim]
-        flag = " ".join(f"--dim {n}=VALUE" for n in names)
+        flag = " ".join(f"--dim {n}=VALUE" for n in names) if len(dim) <= _MAX_EXPRESSION_CHARS else ""
         raise InputError(
-            f"input {info.name!r}: dim {axis} ({dim!r}) of {info.shape_text()} is not fixed by any flag",
-            f"pass {flag} or the full shape with --shape {_example_shape(info)}",
+            f"input {quoted(info.name)}: dim {axis} ({quoted(dim)}) of {quoted(info.shape_text(), 200)} is not "
+            "fixed by any flag",
+            f"pass {flag + ' or ' if flag else ''}the full shape with --shape {_example_shape(info)}",
         )
     raise InputError(
         f"input {info.name!r}: dim {axis} of {info.shape_text()} is unknown (unnamed) and no flag fixes it",
@@ -331,9 +358,8 @@ def _resolve_dim(
 
 
 def _expression_names(text: str) -> list[str]:
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+    tree = _parse_expression(text)
+    if tree is None:
         return [text]
     return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
 
@@ -354,6 +380,17 @@ def _load_npz(path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
             "name the arrays after the model's inputs",
         )
     return arrays
+
+
+def _known_arrays(arrays: Mapping[str, np.ndarray], path: Path, model: ModelInfo) -> dict[str, np.ndarray]:
+    unknown = sorted(set(arrays) - set(model.input_names))
+    if unknown:
+        raise InputError(
+            f"{path.name}: {', '.join(repr(u) for u in unknown)} not an input of {model.path.name}; "
+            f"its inputs are {_valid_names(model)}",
+            "name the arrays after the model's inputs",
+        )
+    return dict(arrays)
 
 
 def _conform_npz_array(info: TensorInfo, array: np.ndarray, path: Path) -> np.ndarray:
@@ -422,6 +459,7 @@ def _generate(
         return words[rng.integers(0, len(words), size=shape)]
     if dtype.kind == "f":
         low, high = user_range if user_range is not None else DEFAULT_FLOAT_RANGE
+        _check_float_range(info, dtype, low, high)
         if dtype == np.float64:
             return rng.uniform(low, high, size=shape)
         values = rng.random(size=shape, dtype=np.float32)
@@ -453,21 +491,116 @@ def _generate(
     return rng.integers(low, high, size=shape, dtype=dtype, endpoint=True)
 
 
-def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
+def _check_float_range(info: TensorInfo, dtype: np.dtype, low: float, high: float) -> None:
+    """A range the input's float type cannot hold (or whose width overflows it) would feed inf and NaN."""
+    import numpy as np
+
+    biggest = float(np.finfo(dtype).max)
+    if max(abs(low), abs(high)) > biggest or (high - low) > biggest:
+        raise InputError(
+            f"--range {info.name}={low:g},{high:g}: {info.dtype} holds at most ±{biggest:.4g}, and generated values "
+            f"span HIGH - LOW = {high - low:g}: that would feed inf and NaN",
+            f"keep LOW and HIGH within ±{biggest / 2:.3g}, e.g. --range {info.name}=-1,1",
+        )
+
+
+def _validate_spec(spec: InputSpec) -> None:
+    """Types and values of an InputSpec built in code (``ortgpu.load(..., inputs=...)``), said as InputError."""
+    import math
+    import os
+
+    if not isinstance(spec, InputSpec):
+        raise InputError(
+            f"inputs must be an ortgpu InputSpec, got {type(spec).__name__}",
+            "build it with ortgpu.model.inputs.InputSpec(shapes={...}, dims={...}, ranges={...})",
+        )
+    for field_name in ("shapes", "dims", "ranges"):
+        kind = type(getattr(spec, field_name)).__name__
+        if not isinstance(getattr(spec, field_name), Mapping):
+            raise InputError(
+                f"InputSpec.{field_name} must be a mapping of input names, got {kind}",
+                f"e.g. InputSpec({field_name}={{'x': ...}})",
+            )
+    for name, shape in spec.shapes.items():
+        ok = isinstance(shape, (tuple, list)) and all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM for d in shape
+        )
+        if not isinstance(name, str) or not ok:
+            raise InputError(
+                f"InputSpec.shapes[{quoted(name)}] = {quoted(shape)}: expected a tuple of whole numbers >= 0",
+                "e.g. shapes={'x': (1, 3, 224, 224)}",
+            )
+    for name, value in spec.dims.items():
+        whole = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_DIM
+        if not isinstance(name, str) or not whole:
+            raise InputError(
+                f"InputSpec.dims[{quoted(name)}] = {quoted(value)}: expected a whole number >= 0",
+                "e.g. dims={'batch': 8}",
+            )
+    for name, pair in spec.ranges.items():
+        ok = (
+            isinstance(pair, (tuple, list))
+            and len(pair) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
+            and pair[0] <= pair[1]
+        )
+        if not isinstance(name, str) or not ok:
+            raise InputError(
+                f"InputSpec.ranges[{quoted(name)}] = {quoted(pair)}: expected (low, high), finite, low <= high",
+                "e.g. ranges={'x': (-1.0, 1.0)}",
+            )
+    if spec.npz is not None and not isinstance(spec.npz, (str, os.PathLike)):
+        raise InputError(f"InputSpec.npz must be a path, got {type(spec.npz).__name__}", "e.g. npz='inputs.npz'")
+    if isinstance(spec.seed, bool) or not isinstance(spec.seed, int) or spec.seed < 0:
+        raise InputError(f"InputSpec.seed = {quoted(spec.seed)}: expected a whole number >= 0", "e.g. seed=0")
+    if spec.batch is not None and (isinstance(spec.batch, bool) or not isinstance(spec.batch, int)):
+        raise InputError(f"InputSpec.batch = {quoted(spec.batch)}: expected a whole number", "e.g. batch=8")
+
+
+def _check_input_sizes(model: ModelInfo, shapes: Mapping[str, tuple[int, ...]], real: Mapping[str, object]) -> None:
+    """Refuse, before anything is allocated, generated inputs bigger than ``INPUT_DATA_LIMIT``."""
+    import numpy as np
+
+    limit = INPUT_DATA_LIMIT.value()
+    total = 0
+    for info in model.inputs:
+        if info.name in real:
+            continue
+        shape = shapes[info.name]
+        elements = 1
+        for dim in shape:
+            elements *= int(dim)
+        itemsize = 8 if info.dtype in ("object", "unsupported") else np.dtype(info.dtype).itemsize
+        size = elements * itemsize
+        total += size
+        if any(d > MAX_DIM for d in shape) or total > limit:
+            shown = "x".join(str(d) for d in shape) if len(shape) < 16 else f"{len(shape)} dims"
+            raise InputTooLargeError(
+                f"input {quoted(info.name)}: shape {quoted(shown, 80)} of {info.dtype} needs {human_bytes(size)}; "
+                f"generated inputs may take at most {human_bytes(limit)}",
+                f"give smaller dims (--shape / --dim / --batch) or raise it: {INPUT_DATA_LIMIT.variable}=SIZE",
+            )
+
+
+def make_inputs(
+    model: ModelInfo, spec: InputSpec, arrays: Mapping[str, np.ndarray] | None = None, source: str | None = None
+) -> ResolvedInputs:
     """Feeds for every real input of ``model``: from ``spec.npz`` where given, generated elsewhere.
 
-    Generated data is reproducible from ``spec.seed``; integer inputs that index an embedding table stay
-    inside it. Raises InputError (exit 2) for unknown input names, wrong rank / dtype / fixed dims, pickled
-    npz content, and dims nothing fixes (naming the input, the dim and the flag to use).
+    ``arrays`` (named like the inputs, e.g. one sample of a data set) stand in for ``spec.npz``; ``source``
+    names them in messages. Generated data is reproducible from ``spec.seed``; integer inputs that index an
+    embedding table stay inside it. Raises InputError (exit 2) for unknown input names, wrong rank / dtype /
+    fixed dims, pickled npz content, and dims nothing fixes (naming the input, the dim and the flag to use).
     """
     import numpy as np
 
+    _validate_spec(spec)
     _check_names(model, spec.ranges, "--range", f"{model.input_names[0]}=0,1" if model.inputs else "x=0,1")
     notes: list[str] = []
     real: dict[str, np.ndarray] = {}
-    if spec.npz is not None:
-        path = Path(spec.npz)
-        arrays = _load_npz(path, model)
+    if arrays is not None or spec.npz is not None:
+        path = Path(source or "data") if arrays is not None else Path(spec.npz or "")
+        arrays = _load_npz(path, model) if arrays is None else _known_arrays(arrays, path, model)
         for info in model.inputs:
             if info.name not in arrays:
                 continue
@@ -485,6 +618,12 @@ def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
                         f"input {info.name!r}: {path.name} has batch {array.shape[0]}, batch {spec.batch} was asked",
                         "save the data with batch 1 (it is then repeated) or with the batch you ask for",
                     )
+                if array.nbytes * spec.batch > INPUT_DATA_LIMIT.value():
+                    raise InputTooLargeError(
+                        f"input {info.name!r}: {path.name} repeated to batch {spec.batch} needs "
+                        f"{human_bytes(array.nbytes * spec.batch)}, above {human_bytes(INPUT_DATA_LIMIT.value())}",
+                        f"ask for a smaller batch, or raise the limit with {INPUT_DATA_LIMIT.variable}=SIZE",
+                    )
                 array = np.repeat(array, spec.batch, axis=0)
                 notes.append(f"input {info.name!r}: data from {path.name} repeated to batch {spec.batch}")
             real[info.name] = array
@@ -493,13 +632,20 @@ def make_inputs(model: ModelInfo, spec: InputSpec) -> ResolvedInputs:
             notes.append(f"not in {path.name}, generated: " + ", ".join(repr(m) for m in missing))
     shapes, shape_notes, batch = resolve_shapes(model, spec, {n: a.shape for n, a in real.items()})
     notes[:0] = shape_notes
+    _check_input_sizes(model, shapes, real)
     feeds: dict[str, np.ndarray] = {}
     sources: dict[str, str] = {}
     for info in model.inputs:
         if info.name in real:
             feeds[info.name] = real[info.name]
             sources[info.name] = "npz"
-        else:
+            continue
+        try:
             feeds[info.name] = _generate(info, shapes[info.name], spec, model.index_bounds, notes)
-            sources[info.name] = "generated"
+        except MemoryError:
+            raise EnvironmentUnfitError(
+                f"not enough memory for input {quoted(info.name)} of shape {list(shapes[info.name])}",
+                "free memory, or give smaller dims (--shape / --dim / --batch)",
+            ) from None
+        sources[info.name] = "generated"
     return ResolvedInputs(feeds=feeds, shapes=shapes, notes=tuple(notes), batch=batch, sources=sources)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -171,18 +172,18 @@ def load_model(path: str | Path, *, check: bool = True) -> tuple[ModelInfo, onnx
 
 
 def _read_model_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise ModelError(f"model not found: {path}", "check the path; " + _MODEL_HINT)
-    if path.is_dir():
-        found = sorted(p.name for p in path.glob("*.onnx"))[:5]
-        hint = f"pass the model file inside it, e.g. {path / found[0]}" if found else _MODEL_HINT
-        raise ModelError(f"{path} is a directory, not a model file", hint)
-    if not path.is_file():  # a FIFO or device would block or never end
-        raise ModelError(f"{path} is not a regular file", _MODEL_HINT)
+    from ortgpu.limits import MODEL_LIMIT, check_input_file, read_input_bytes
+
+    directory_hint = _MODEL_HINT
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"cannot read model {path}: {exc.strerror or exc}", "check the file's permissions") from None
+        if path.is_dir():
+            found = sorted(p.name for p in path.glob("*.onnx"))[:5]
+            directory_hint = f"pass the model file inside it, e.g. {path / found[0]}" if found else _MODEL_HINT
+    except OSError:  # a name too long or a loop: check_input_file says which
+        pass
+    # size, file type and readability are checked before a byte is read (a FIFO or /dev/zero never ends)
+    check_input_file(path, "model", _MODEL_HINT, error=ModelError, directory_hint=directory_hint)
+    data = read_input_bytes(path, MODEL_LIMIT, _MODEL_HINT, what="model", error=ModelError)
     if not data:
         raise ModelError(f"model file is empty (0 bytes): {path}", "the export or download did not finish; redo it")
     return data
@@ -251,9 +252,9 @@ def _dim(dim: Any) -> int | str | None:
         text = dim.dim_param.strip()
         if text in ("", "?", "-1", "None", "unk"):
             return None
-        if text.lstrip("+").isdigit():  # a number written as a string is still a fixed size
+        if re.fullmatch(r"\+?[0-9]{1,18}", text):  # a number written as a string is still a fixed size
             return int(text)
-        return text
+        return text  # anything else (also "²" or 5,000 digits) is a symbol that --dim or --shape can set
     return None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from ortgpu.config import Config, ExecutionProvider, Fallback
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, ExitCode, OrtgpuError
+from ortgpu.runtime.guard import import_onnxruntime
 
 __all__ = ["ExecuteSpec", "Executed", "ProfiledRunError", "execute", "execute_in_child", "main"]
 
@@ -69,7 +70,7 @@ class Executed:
 
 def execute(spec: ExecuteSpec) -> Executed:
     """Run ``spec`` in this process; ORT errors come out as ortgpu errors (exit 2 / 3 / 1)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime("profiling a model")
 
     from ortgpu.model.inputs import make_inputs
     from ortgpu.model.inspect import inspect_model

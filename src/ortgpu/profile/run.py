@@ -28,6 +28,7 @@ from ortgpu.profile.result import (
     ProfileResult,
     ProfileRun,
 )
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -118,8 +119,7 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
         runs.append(
             _profile_one(request, info, original, ep, ep_reason, label, config, spec_inputs, targets[index], report)
         )
-    import onnxruntime as ort
-
+    ort = import_onnxruntime("profiling a model")
     result = ProfileResult(
         model=info.path,
         model_sha256=info.sha256,

@@ -342,6 +342,36 @@ def _comparison(result: BenchResult) -> str:
     )
 
 
+def _against_defaults(result: BenchResult) -> str:
+    """With --against-defaults: each configured case next to ORT's defaults at the same batch (the tuned config's
+    effect, measured in the same process)."""
+    if result.defaults is None:
+        return ""
+    defaults = {c.batch: c for c in result.defaults.measured_cases}
+    speedups = result.speedups_over_defaults()
+    config = result.settings.config.name if result.settings.config else "this config"
+    rows = []
+    for case in result.measured_cases:
+        base = defaults.get(case.batch)
+        if base is not None:
+            rows.append(
+                f'<tr><td>{case.batch}</td><td class="l">ORT defaults (run)</td><td>{_ms(base.stats.p50_ms)}</td>'
+                f"<td>{_ms(base.stats.p95_ms)}</td><td>{base.stats.throughput:,.0f}</td><td>1.00x</td></tr>"
+            )
+        speedup = speedups.get(case.key.label)
+        rows.append(
+            f'<tr><td>{case.batch}</td><td class="l">{_e(config)} ({_e(case.mode.value)})</td>'
+            f"<td><b>{_ms(case.stats.p50_ms)}</b></td><td>{_ms(case.stats.p95_ms)}</td>"
+            f"<td>{case.stats.throughput:,.0f}</td><td><b>{'–' if speedup is None else f'{speedup:.2f}x'}</b></td></tr>"
+        )
+    return (
+        f"<h2>Against ORT's defaults</h2><p>{_e(config)} against ORT's defaults (no config, numpy in/out), measured "
+        "in the same process after the configured cases.</p>"
+        '<table id="against-defaults"><tr><th>batch</th><th class="l">setup</th><th>p50 ms</th><th>p95</th>'
+        f"<th>samples/s</th><th>speed-up</th></tr>{''.join(rows)}</table>"
+    )
+
+
 def _environment(result: BenchResult) -> str:
     env = result.environment
     rows: list[tuple[str, object]] = [
@@ -418,7 +448,7 @@ def render_html(result: BenchResult, title: str | None = None, sections: Sequenc
 {_e(result.environment.date_utc)}</p>
 {extra}<h2>Hints</h2>{hints}
 <h2>Results</h2>{_settings(result)}{_cases_table(result)}
-{_comparison(result)}
+{_comparison(result)}{_against_defaults(result)}
 <h2>Plots</h2>{plots}
 <h2>Environment</h2>{_environment(result)}
 </body></html>

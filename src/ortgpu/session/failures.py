@@ -7,6 +7,7 @@ from enum import Enum
 
 from ortgpu.config import ConfigError, ExecutionProvider
 from ortgpu.errors import BadInputError, CheckFailedError, EnvironmentUnfitError, OrtgpuError
+from ortgpu.runtime.guard import import_onnxruntime
 
 __all__ = [
     "DeviceError",
@@ -62,6 +63,7 @@ _OOM = re.compile(r"out of memory|Failed to allocate memory|CUDNN_STATUS_ALLOC_F
 
 def ort_exception_types() -> tuple[type[BaseException], ...]:
     """Every exception class onnxruntime's binding raises, plus the Python errors its wrapper raises."""
+    import_onnxruntime()
     from onnxruntime.capi import onnxruntime_pybind11_state as state
 
     found = [obj for obj in vars(state).values() if isinstance(obj, type) and issubclass(obj, Exception)]
@@ -126,5 +128,7 @@ def translate_ort_error(exc: BaseException, phase: Phase, ep: ExecutionProvider,
         )
     return RunFailedError(
         f"the model failed to run on {where}: {message}",
-        "the error comes from inside onnxruntime; compare with --ep cpu",
+        "the error comes from inside onnxruntime; compare with --ep cpu"
+        if ep.is_gpu
+        else "the CPU EP's own kernels failed, so the model or the values fed to it are at fault, not a GPU setup",
     )

@@ -13,6 +13,7 @@ from ortgpu.config import (
     GraphOptimizationLevel,
     validate_ep_options,
 )
+from ortgpu.runtime.guard import import_onnxruntime
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime
@@ -31,7 +32,7 @@ VERBOSE = 0  # ORT's log severity for "verbose": the level at which it logs node
 
 def build_session_options(config: Config, *, log_severity: int, logid: str) -> onnxruntime.SessionOptions:
     """SessionOptions from ``config.session``; ``log_severity`` replaces the configured level while building."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     settings = config.session
     options = ort.SessionOptions()
@@ -60,7 +61,7 @@ def build_session_options(config: Config, *, log_severity: int, logid: str) -> o
 
 def run_options(config: Config) -> onnxruntime.RunOptions:
     """RunOptions at the configured run log level (a session built verbose would otherwise log runs verbosely)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     options = ort.RunOptions()
     options.log_severity_level = int(config.session["run_log_severity_level"])

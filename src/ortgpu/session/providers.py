@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 from ortgpu.config import ExecutionProvider
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded, plan_for
 from ortgpu.session.failures import ProviderUnavailableError, clean_ort_message
 
 __all__ = [
@@ -31,14 +33,14 @@ _MISSING_LIB = re.compile(r"(?P<lib>lib[\w.+-]+\.so[\w.]*|[\w.+-]+\.dll): cannot
 
 
 def _ort_version() -> str:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.__version__
 
 
 def missing_from_build_error(ep: ExecutionProvider) -> ProviderUnavailableError:
     """``ep`` is not even compiled into the onnxruntime that Python imports: name the distribution and the fix."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.env.distributions import Flavour, find_distributions
 
@@ -118,13 +120,14 @@ def library_load_failure(ep: ExecutionProvider) -> str | None:
 
     if not sys.platform.startswith("linux"):
         return None
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.env.load_attempt import LoadOutcome, attempt_load, provider_libraries
 
     capi = Path(ort.__file__).parent / "capi"
     libraries = provider_libraries(capi, "tensorrt" if ep is ExecutionProvider.TENSORRT else "cuda")
-    attempt = attempt_load(libraries, timeout_s=30.0)
+    calls = [(call.text(), call.kwargs()) for call in plan_for(ort).calls]  # as this process preloaded
+    attempt = attempt_load(libraries, preload_calls=calls, module_parent=capi.parent.parent, timeout_s=30.0)
     if attempt.outcome is LoadOutcome.LIBRARY_FAILED:
         failed = next((lib for lib in attempt.libraries if not lib.ok), None)
         name = failed.path.name if failed else "the provider library"
@@ -162,11 +165,13 @@ class ProviderProbe:
 def probe_provider(ep: ExecutionProvider, device_id: int = 0) -> ProviderProbe:
     """Build a one-node session on ``ep`` and see whether ORT keeps it (cached: a process's libraries do not
     change). The CUDA context it creates is reused by the next session on the same device."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
     from onnx import TensorProto, helper
 
     if ep.ort_name not in ort.get_available_providers():
         return ProviderProbe(ep, False, str(missing_from_build_error(ep)))
+    if ep.is_gpu:
+        ensure_preloaded()  # as open_session does: the probe must see the libraries a real session would
     from ortgpu.session.capture import capture_native_stderr
     from ortgpu.session.failures import ort_exception_types
 
@@ -196,7 +201,7 @@ def best_available_ep() -> tuple[ExecutionProvider, str]:
     CUDA when this onnxruntime has it and it really starts; else CPU with the reason. TensorRT is never picked
     by default (its engine builds take minutes): ask for it.
     """
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     available = ort.get_available_providers()
     version = ort.__version__

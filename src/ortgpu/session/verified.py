@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import time
 import uuid
 import warnings
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ortgpu.config import Config, ConfigError, ExecutionProvider, Fallback, load_config
 from ortgpu.placement import PlacementReport, parse_verbose_log
+from ortgpu.runtime.guard import import_onnxruntime
+from ortgpu.runtime.preload import ensure_preloaded
 from ortgpu.session.failures import (
     Phase,
     ProviderUnavailableError,
@@ -56,6 +59,7 @@ class VerifiedSession:
         placement: PlacementReport | None = None,
         placement_note: str | None = None,
         build_log: str = "",
+        cuda_libraries: str | None = None,
     ) -> None:
         self.ort = ort
         self.model = model
@@ -72,6 +76,7 @@ class VerifiedSession:
         self.placement = placement
         self.placement_note = placement_note
         self.build_log = build_log  # what ORT logged while the session was built (captured, not printed)
+        self.cuda_libraries = cuda_libraries  # GPU EPs: how CUDA/cuDNN were loaded (ortgpu.runtime.preload)
         self.last_run_s: float | None = None
         self.warmup_s: tuple[float, ...] = ()
         self.warmup_shapes: dict[str, tuple[int, ...]] = {}
@@ -98,7 +103,7 @@ class VerifiedSession:
         return outputs
 
     def _run_impl(self, feeds: Mapping[str, np.ndarray], output_names: Sequence[str] | None) -> list[np.ndarray]:
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         try:
             return self.ort.run(list(output_names) if output_names else None, dict(feeds), self._run_options)
@@ -108,6 +113,11 @@ class VerifiedSession:
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
         from ortgpu.model.inputs import InputError
 
+        if not isinstance(feeds, Mapping):
+            raise InputError(
+                f"feeds must be a mapping of input name -> array, got {type(feeds).__name__}",
+                "e.g. session.run({'input': batch})",
+            )
         expected = set(self.input_names)
         unknown = sorted(set(feeds) - expected)
         if unknown:
@@ -158,7 +168,7 @@ class VerifiedSession:
 
 
 def _available_providers() -> list[str]:
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     return ort.get_available_providers()
 
@@ -174,7 +184,7 @@ def _create(
     optimized_model_path: Path | None = None,
 ) -> tuple[Any, float, str, str]:
     """Build the InferenceSession with ORT's log captured; (session, seconds, log text, logid)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     from ortgpu.session.capture import capture_native_stderr
 
@@ -249,6 +259,7 @@ def open_session(
     from ortgpu.model.inspect import inspect_model
     from ortgpu.session.providers import best_available_ep, inactive_provider_error, missing_from_build_error
 
+    _check_session_arguments(model_path, ep, config, device_id, provider_options)
     config = config or Config()
     model = model_info if model_info is not None else inspect_model(model_path)
     ep_reason = None
@@ -258,6 +269,7 @@ def open_session(
         ep = ExecutionProvider.parse(ep)
     names, options = provider_chain(ep, config, provider_options, device_id)
     device = device_of(options[0]) if ep.is_gpu else 0
+    cuda_libraries = ensure_preloaded().summary if ep.is_gpu else None
     fallback_reason = None
     if ep.ort_name not in _available_providers():
         missing = missing_from_build_error(ep)
@@ -299,7 +311,43 @@ def open_session(
         placement=placement,
         placement_note=placement_note,
         build_log=log_text,
+        cuda_libraries=cuda_libraries,
     )
+
+
+def _check_session_arguments(
+    model_path: object, ep: object, config: object, device_id: object, provider_options: object
+) -> None:
+    """Argument types of :func:`open_session` and :func:`load`, said as ortgpu errors (exit 2), not TypeError."""
+    from ortgpu.config import INT_CEILING
+    from ortgpu.model.inspect import ModelError
+
+    if not isinstance(model_path, (str, os.PathLike)) or isinstance(model_path, bytes):
+        raise ModelError(
+            f"the model must be a path (str or pathlib.Path), got {type(model_path).__name__}",
+            "e.g. ortgpu.load('model.onnx')",
+        )
+    if ep is not None and not isinstance(ep, (str, ExecutionProvider)):
+        raise ConfigError(
+            f"ep must be a name such as 'cuda' or an ExecutionProvider, got {type(ep).__name__}", "e.g. ep='cuda'"
+        )
+    if config is not None and not isinstance(config, Config):
+        raise ConfigError(f"config must be an ortgpu Config, got {type(config).__name__}", "use load_config(path)")
+    whole = isinstance(device_id, int) and not isinstance(device_id, bool)
+    if device_id is not None and not (whole and 0 <= device_id <= INT_CEILING):
+        raise ConfigError(f"device_id={device_id!r} is not a GPU number (0, 1, ...)", "e.g. device_id=0")
+    if provider_options is not None:
+        if not isinstance(provider_options, Mapping):
+            raise ConfigError(
+                f"provider_options must be a mapping of option -> value, got {type(provider_options).__name__}",
+                "e.g. provider_options={'cudnn_conv_algo_search': 'HEURISTIC'}",
+            )
+        for key, value in provider_options.items():
+            if not isinstance(key, str) or not isinstance(value, (str, int, float, bool)):
+                raise ConfigError(
+                    f"provider option {key!r}={value!r}: names are text and values text, numbers or booleans",
+                    "e.g. provider_options={'device_id': 0}",
+                )
 
 
 # The keyword overrides ortgpu.load() takes, with what each does (also used for the did-you-mean).
@@ -328,6 +376,29 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
             f"ortgpu.load() got an unknown argument {unknown[0]!r}{mean}",
             "it takes: " + ", ".join(LOAD_OVERRIDES),
         )
+    if (config is not None and not isinstance(config, (Config, str, os.PathLike))) or isinstance(config, bytes):
+        raise ConfigError(
+            f"config must be an ortgpu.toml path or a Config, got {type(config).__name__}",
+            "e.g. ortgpu.load('model.onnx', config='ortgpu.toml')",
+        )
+    runs = overrides.get("warmup_runs", 2)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
+        raise ConfigError(f"warmup_runs={runs!r} is not a whole number >= 0", "e.g. warmup_runs=2")
+    collect = overrides.get("collect_placement", True)
+    if not isinstance(collect, bool):
+        raise ConfigError(f"collect_placement={collect!r} is not True or False", "e.g. collect_placement=False")
+    inputs = overrides.get("inputs")
+    if inputs is not None:
+        from ortgpu.model.inputs import InputError, InputSpec
+
+        if not isinstance(inputs, InputSpec):
+            raise InputError(
+                f"inputs must be an ortgpu InputSpec, got {type(inputs).__name__}",
+                "e.g. inputs=InputSpec(shapes={'x': (1, 3, 224, 224)})",
+            )
+    _check_session_arguments(
+        model, overrides.get("ep"), None, overrides.get("device_id"), overrides.get("provider_options")
+    )
     if not isinstance(config, Config):
         config = load_config(config)
     if "fallback" in overrides:
@@ -339,16 +410,20 @@ def load(model: str | Path, config: Config | str | Path | None = None, **overrid
         except ValueError:
             raise ConfigError(f"fallback={value!r} is not 'none' or 'cpu'", "use fallback='cpu' or 'none'") from None
         config = replace(config, fallback=fallback)
-    session = open_session(
-        model,
-        ep=overrides.get("ep"),
-        config=config,
-        device_id=overrides.get("device_id"),
-        provider_options=overrides.get("provider_options"),
-        collect_placement=bool(overrides.get("collect_placement", True)),
-    )
-    runs = overrides.get("warmup_runs", 2)
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
-        raise ConfigError(f"warmup_runs={runs!r} is not a whole number >= 0", "e.g. warmup_runs=2")
-    session.warm_up(overrides.get("inputs") or config.inputs, runs)
+    try:
+        session = open_session(
+            model,
+            ep=overrides.get("ep"),
+            config=config,
+            device_id=overrides.get("device_id"),
+            provider_options=overrides.get("provider_options"),
+            collect_placement=collect,
+        )
+        session.warm_up(inputs or config.inputs, runs)
+    except MemoryError:
+        from ortgpu.errors import EnvironmentUnfitError
+
+        raise EnvironmentUnfitError(
+            f"not enough memory to open and warm up {Path(model).name}", "free memory, or warm up on smaller inputs"
+        ) from None
     return session

@@ -8,7 +8,6 @@ from typing import Any
 
 from ortgpu.config import ExecutionProvider, load_config
 from ortgpu.tune.space import LEVERS
-from ortgpu.untrusted import shown
 
 __all__ = ["MARKER", "config_text", "write_config"]
 
@@ -44,6 +43,11 @@ def _string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _comment(text: str) -> str:
+    """A TOML comment takes no control character (a model file named with an escape sequence): shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _key(name: str) -> str:
     plain = name.isascii() and name.replace("_", "").replace("-", "").isalnum()
     return name if plain else _string(name)
@@ -67,7 +71,7 @@ def config_text(
     for key, value in (free_dims or {}).items():
         if value:
             session[key] = dict(value)
-    comment = [f"# {shown(line, 1000)}" for line in header.splitlines()]  # a comment takes no control character
+    comment = [f"# {_comment(line)}" for line in header.splitlines()]
     lines = [MARKER, *comment, 'fallback = "none"', ""]
     if model:
         lines += ["[model]", *(f"{k} = {_value(v)}" for k, v in model.items()), ""]

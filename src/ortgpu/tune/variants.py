@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ortgpu.errors import OrtgpuError
+from ortgpu.fp16.convert import convert_to_fp16
+from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.tune.space import ModelTraits
 
 __all__ = [
@@ -92,19 +94,14 @@ def has_conv1d(model_path: Path) -> bool:
 
 
 def convert_fp16_for_tune(source: Path, target: Path) -> tuple[str, ...]:
-    """fp32 -> fp16 with ORT's converter, inputs and outputs kept fp32 (``keep_io_types``).
-
-    A stand-in for `ortgpu fp16`'s library function (built in parallel in ``ortgpu.fp16``): after that merges,
-    this calls it. The accuracy gate is the tune trial's parity check against the fp32 CPU EP, on every trial.
-    """
+    """fp32 -> fp16 through `ortgpu fp16`'s converter (ORT's, inputs and outputs kept fp32, the graph repaired and
+    sorted topologically: ORT's converter alone leaves input Casts after their consumers, which the ONNX checker
+    refuses). The accuracy gate is the tune trial's parity check against the fp32 CPU EP, on every trial."""
     import onnx
-    from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    model = onnx.load(str(source))
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        converted = convert_float_to_float16(model, keep_io_types=True)
-    _save(converted, target)
-    return ("fp16 (onnxruntime.transformers.float16, keep_io_types)",)
+    converted = convert_to_fp16(onnx.load(str(source)), keep_io_types=True)
+    _save(converted.model, target)
+    return ("fp16 (ortgpu fp16: onnxruntime.transformers.float16, keep_io_types, sorted)",)
 
 
 def fuse_transformer(source: Path, target: Path, use_gpu: bool) -> dict[str, int]:
@@ -112,6 +109,7 @@ def fuse_transformer(source: Path, target: Path, use_gpu: bool) -> dict[str, int
 
     Raises VariantError when it fused nothing (not a model type it knows) or failed.
     """
+    import_onnxruntime()
     from onnxruntime.transformers.optimizer import optimize_model
 
     try:

@@ -20,6 +20,7 @@ class OrtBuild:
     device: str | None  # onnxruntime.get_device(): "GPU" / "CPU"
     available_providers: tuple[str, ...]  # compiled in: says nothing about whether they load
     module_file: str | None
+    has_preload_dlls: bool | None = None  # onnxruntime.preload_dlls exists (None: not asked; 1.21 and newer have it)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,19 @@ from ortgpu.env.checks import Check, Status
 from ortgpu.env.doctor_checks.facts import MappedLibrary, ProviderLibrary
 from ortgpu.env.load_attempt import LoadAttempt, LoadOutcome
 
-__all__ = ["load_check", "mapped_check"]
+__all__ = ["load_check", "mapped_check", "skipped_check"]
+
+
+def skipped_check(cuda_lib: ProviderLibrary) -> Check:
+    """The load attempt was not made (doctor --quick): say so, and what that leaves unverified."""
+    return Check(
+        "load.attempt",
+        "CUDA EP load attempt",
+        Status.SKIP,
+        f"skipped (--quick): {cuda_lib.path.name} was not loaded and no CUDA session ran, so the loader's own answer "
+        "and the files it maps are not verified; the verdict rests on the static checks above",
+        fix="run `ortgpu doctor` without --quick for the real load",
+    )
 
 
 def load_check(
@@ -18,8 +30,14 @@ def load_check(
     title = "CUDA EP load attempt"
     if cuda_lib is None or attempt is None:
         return Check("load.attempt", title, Status.SKIP, "no libonnxruntime_providers_cuda.so in the installed ORT")
-    what = "dlopen + CUDA session on a 1-Conv model" if attempt.session_requested else "dlopen only (no usable GPU)"
+    model = "a 1-Conv model (cuDNN loaded too)" if attempt.conv else "a 1-Add model (no cuDNN work)"
+    what = f"dlopen + CUDA session on {model}" if attempt.session_requested else "dlopen only (no usable GPU)"
+    if attempt.preload_calls:  # as ortgpu's own GPU sessions do (ortgpu.runtime.preload)
+        what = "; ".join(attempt.preload_calls) + ", then " + what
     details: dict[str, Any] = {"duration_s": round(attempt.duration_s, 3), "mode": what}
+    if attempt.preload_calls:
+        details["preload_calls"] = list(attempt.preload_calls)
+        details["preload_output"] = attempt.preload_output
     if preload is not None:
         details["with_preload_dlls"] = preload.outcome.value
     if attempt.ok:
@@ -29,6 +47,8 @@ def load_check(
             evidence = f"{what}: libonnxruntime_providers_shared.so and {cuda_lib.path.name} load"
         return Check("load.attempt", title, Status.OK, evidence, details=details)
     evidence = f"{what}: {attempt.outcome.value}: {attempt.error}"
+    if attempt.preload_error:
+        evidence += f" (preload_dlls: {attempt.preload_error})"
     if preload is not None:
         evidence += f"; with onnxruntime.preload_dlls() first: {preload.outcome.value}"
         if preload.error:

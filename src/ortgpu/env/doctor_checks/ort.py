@@ -29,7 +29,7 @@ def distribution_checks(dists: DistributionsReport, ort: OrtBuild) -> list[Check
                 Status.FAIL,
                 "no distribution provides the onnxruntime module on this Python's path",
                 cause="onnxruntime is not installed for this Python",
-                fix=f"{pip()} install onnxruntime-gpu",
+                fix=f"{pip()} install 'onnxruntime-gpu[cuda,cudnn]' (what `pip install 'ortgpu[gpu]'` installs)",
                 details=details,
             )
         ]
@@ -178,7 +178,10 @@ def _need_text(need: LibraryResolution) -> str:
     return f"{need.soname} (missing)"
 
 
-def provider_check(provider: ProviderLibrary, dists: DistributionsReport, ort: OrtBuild, requirements: Any) -> Check:
+def provider_check(
+    provider: ProviderLibrary, dists: DistributionsReport, ort: OrtBuild, requirements: Any, preload: Any = None
+) -> Check:
+    """``preload``: the PreloadPlan of ortgpu's sessions; libraries only in pip folders it covers are a warning."""
     from ortgpu.env.cuda_fixes import component_of, library_fix
 
     title = f"{provider.path.name} needs"
@@ -242,6 +245,18 @@ def provider_check(provider: ProviderLibrary, dists: DistributionsReport, ort: O
                 + ", ".join(n.soname for n in blocking)
                 + " are only in nvidia-* pip packages, which the loader does not search"
             )
+            covered = preload is not None and all(n.path is not None and preload.covers(n.path) for n in blocking)
+            if covered:
+                return Check(
+                    check_id,
+                    title,
+                    Status.WARN,
+                    evidence + ": " + "; ".join(_need_text(n) for n in blocking),
+                    cause=cause + "; ortgpu loads them first with " + "; ".join(preload.texts())
+                    + " (ortgpu.load, check, bench), so only code of your own needs that call",
+                    fix=library_fix(blocking, **fix_args),
+                    details=details,
+                )
         return Check(
             check_id,
             title,

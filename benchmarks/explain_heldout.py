@@ -1,0 +1,177 @@
+"""Accuracy of `ortgpu explain` on real pastes it was not built from: the dev half and the held-out half.
+
+The pastes, their sources and the expected diagnoses are in benchmarks/data/explain_pastes.json (labelled and split
+before any development). A paste counts as diagnosed when explain's top match is one of its expected entries.
+
+    python benchmarks/explain_heldout.py                 # the dev half only, one line per paste
+    python benchmarks/explain_heldout.py --heldout --out benchmarks/results --stamp 2026-12-01
+        # both halves (held-out as totals only), and <stamp>-cpu-explain-heldout.json and .md in that folder
+
+Per-paste results of the held-out half are written to the JSON (for the record) but never printed: development
+looks at the dev half only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from ortgpu import __version__
+from ortgpu.explain import explain
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "explain_pastes.json"
+
+# Failure classes that had no knowledge-base entry when the pastes were labelled, and the entry that covers each now.
+NEW_LABEL_ENTRIES: dict[str, str] = {"NEW:trt_profile": "FM-73", "NEW:trt_unsupported_op": "FM-74"}
+
+
+def _accepted(expected: list[str]) -> set[str]:
+    return {NEW_LABEL_ENTRIES.get(label, label) for label in expected}
+
+
+def evaluate(pastes: list[dict]) -> list[dict]:
+    rows = []
+    for paste in pastes:
+        start = time.perf_counter()
+        result = explain(paste["text"])
+        elapsed = time.perf_counter() - start
+        top = result.matches[0].id if result.matches else None
+        rows.append(
+            {
+                "id": paste["id"],
+                "split": paste["split"],
+                "class": paste["class"],
+                "source": paste["source"],
+                "expected": paste["expected"],
+                "got": top,
+                "all": [m.id for m in result.matches],
+                "verdict": result.verdict.value,
+                "correct": top in _accepted(paste["expected"]),
+                "seconds": round(elapsed, 4),
+            }
+        )
+    return rows
+
+
+def summarise(rows: list[dict]) -> dict:
+    out: dict = {}
+    for split in ("dev", "heldout"):
+        part = [r for r in rows if r["split"] == split]
+        right = sum(r["correct"] for r in part)
+        by_class: dict[str, list[int]] = {}
+        for r in part:
+            c = by_class.setdefault(r["class"], [0, 0])
+            c[0] += r["correct"]
+            c[1] += 1
+        out[split] = {
+            "n": len(part),
+            "correct": right,
+            "accuracy": round(right / len(part), 4) if part else None,
+            "not_recognised": sum(r["got"] is None for r in part),
+            "by_class": {k: {"correct": v[0], "n": v[1]} for k, v in sorted(by_class.items())},
+        }
+    return out
+
+
+def _markdown(doc: dict) -> str:
+    s = doc["summary"]
+    lines = [
+        "# `ortgpu explain` on real pastes it was not built from",
+        "",
+        f"Command: `{doc['command']}`  ",
+        f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: `benchmarks/data/explain_pastes.json` "
+        f"({doc['pastes']} pastes from {doc['projects']} projects, split with seed {doc['seed']}).",
+        "",
+        *[f"- {note}" for note in doc.get("notes", [])],
+        "",
+        "Now (the code at this commit):",
+        "",
+        "| split | pastes | diagnosed | accuracy | not recognised |",
+        "|---|---|---|---|---|",
+    ]
+    for split in ("dev", "heldout"):
+        p = s[split]
+        lines.append(f"| {split} | {p['n']} | {p['correct']} | {p['accuracy']:.1%} | {p['not_recognised']} |")
+    looked = [r["id"] for r in doc["rows"] if r.get("looked_at")]
+    if looked:
+        p = s["heldout_never_looked_at"]
+        lines.append(f"| held-out never looked at | {p['n']} | {p['correct']} | {p['accuracy']:.1%} | |")
+        lines += ["", f"Held-out pastes looked at after a measurement (no longer unseen): {', '.join(looked)}."]
+    lines += ["", "Held-out by class:", "", "| class | diagnosed / pastes |", "|---|---|"]
+    for cls, v in s["heldout"]["by_class"].items():
+        lines.append(f"| {cls} | {v['correct']} / {v['n']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heldout", action="store_true", help="also score the held-out half (the final measurement)")
+    parser.add_argument("--out", type=Path, help="folder for the JSON and markdown record (needs --heldout)")
+    parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
+    parser.add_argument("--note", action="append", default=[], help="a line for the record's notes (repeatable)")
+    parser.add_argument(
+        "--looked",
+        default="",
+        help="comma-separated held-out ids whose results were looked at (and acted on) after a measurement: "
+        "they no longer count as unseen",
+    )
+    args = parser.parse_args(argv)
+
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    if args.out and not args.heldout:
+        parser.error("--out records the final measurement: add --heldout")
+    pastes = [p for p in data["pastes"] if args.heldout or p["split"] == "dev"]
+    rows = evaluate(pastes)
+    looked = {i.strip() for i in args.looked.split(",") if i.strip()}
+    for r in rows:
+        r["looked_at"] = r["id"] in looked
+    summary = summarise(rows)
+    unseen = [r for r in rows if r["split"] == "heldout" and not r["looked_at"]]
+    if unseen:
+        right = sum(r["correct"] for r in unseen)
+        summary["heldout_never_looked_at"] = {
+            "n": len(unseen),
+            "correct": right,
+            "accuracy": round(right / len(unseen), 4),
+        }
+    for r in rows:
+        if r["split"] == "dev":
+            mark = "ok  " if r["correct"] else "MISS"
+            print(f"{mark} {r['id']} {r['class']:<14} expected {','.join(r['expected']):<22} got {r['got']}")
+    for split in ("dev", "heldout") if args.heldout else ("dev",):
+        p = summary[split]
+        print(f"{split}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
+    if looked and "heldout_never_looked_at" in summary:
+        p = summary["heldout_never_looked_at"]
+        print(f"heldout never looked at: {p['correct']}/{p['n']} = {p['accuracy']:.1%}")
+    if args.out:
+        doc = {
+            "schema": "ortgpu.bench-explain-heldout/v1",
+            "command": "python benchmarks/explain_heldout.py --heldout --out benchmarks/results",
+            "ortgpu_version": __version__,
+            "python": platform.python_version(),
+            "seed": data["seed"],
+            "pastes": len(data["pastes"]),
+            "projects": len({p["project"] for p in data["pastes"]}),
+            "new_label_entries": NEW_LABEL_ENTRIES,
+            "summary": summary,
+            "classes": dict(Counter(p["class"] for p in data["pastes"])),
+            "notes": args.note,
+            "rows": rows,
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        base = args.out / f"{args.stamp}-cpu-explain-heldout"
+        base.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        print(f"wrote {base}.json and .md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

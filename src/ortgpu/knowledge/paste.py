@@ -1,0 +1,157 @@
+"""A paste made ready for matching: decoded, stripped of log noise, bounded, and split into clean lines."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from ortgpu.knowledge.text import repair, squeeze
+
+__all__ = ["MAX_LINE_CHARS", "MAX_TOKEN_CHARS", "Paste", "normalise", "prepare"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_TIMESTAMPS = (
+    # 2024-05-01 10:00:00.123456789, 2024-05-01T10:00:00Z, [2024-05-01 10:00:00,123]
+    re.compile(r"\[?\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b\]?"),
+    # TensorRT's [05/01/2024-10:36:56]
+    re.compile(r"\[\d{2}/\d{2}/\d{4}-\d{2}:\d{2}:\d{2}\]"),
+    # a bare time at the start of a line: 10:00:00.123
+    re.compile(r"^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),
+)
+# [E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA]
+_ORT_LOG_PREFIX = re.compile(
+    r"\[[VIWEF]:onnxruntime:[^\]\[\n,]{0,100},?\s{0,3}(?:(\w{1,80})\.(?:cc|h|cpp))?[^\]\[\n]{0,300}\]\s*"
+)
+# source positions: provider_bridge_ort.cc:1209, D:\a\_work\1\s\...\foo.cc:743, bar.py:200
+_SOURCE_POSITION = re.compile(r"(\.(?:cc|cpp|cxx|cu|cuh|h|hpp|c|py)):\d+\b")
+_HOSTNAME = re.compile(r"\bhostname=[^\s;]+")
+_PY_FRAME = re.compile(r'^\s*File "[^"]*", line \d+(?:, in .*)?$')
+_PY_NOISE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\):|[\^~]+|\.\.\.|During handling of the above exception.*)\s*$"
+)
+_SPACES = re.compile(r"[ \t]+")
+MAX_TOKEN_CHARS = 300
+MAX_LINE_CHARS = 2_000
+_LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
+
+
+def _unwrap(lines: list[str]) -> list[str]:
+    """Re-join lines that a terminal, a mail client or an issue tracker hard-wrapped at a fixed width.
+
+    Only when the paste looks wrapped: the most common length among lines of 60+ characters occurs twice or more;
+    each line of exactly that length is joined to the next.
+    """
+    lengths = Counter(len(line) for line in lines if len(line) >= 60)
+    if not lengths:
+        return lines
+    width, count = lengths.most_common(1)[0]
+    if count < 2:
+        return lines
+    out: list[str] = []
+    carry: list[str] = []
+    for line in lines:
+        carry.append(line)
+        if len(line) != width:
+            out.append("".join(carry))
+            carry = []
+    if carry:
+        out.append("".join(carry))
+    return out
+
+
+def _bounded(line: str) -> list[str]:
+    """The line with every run of non-space characters cut to MAX_TOKEN_CHARS, in pieces of at most MAX_LINE_CHARS.
+
+    No message word is that long (a path is at most a few hundred characters), and bounding both keeps every
+    pattern's work per character constant: explain stays linear in the paste's size.
+    """
+    if len(line) > MAX_TOKEN_CHARS:
+        line = _LONG_TOKEN.sub(lambda m: m.group(0)[:MAX_TOKEN_CHARS], line)
+    pieces: list[str] = []
+    start = 0
+    while len(line) - start > MAX_LINE_CHARS:
+        cut = line.rfind(" ", start + MAX_LINE_CHARS // 2, start + MAX_LINE_CHARS)
+        cut = cut if cut > start else start + MAX_LINE_CHARS
+        pieces.append(line[start:cut])
+        start = cut
+    pieces.append(line[start:])
+    return pieces
+
+
+def normalise(text: str) -> tuple[str, ...]:
+    """The paste as clean lines: no ANSI codes, timestamps, ORT log prefixes, source positions, hostnames,
+    Python stack frames, doubled backslashes or blank lines."""
+    return _normalise(text)[0]
+
+
+def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The clean lines, and the ORT source files named in the log prefixes that were removed (which component
+    logged: `tensorrt_execution_provider.h`, `provider_bridge_ort.cc`, ...)."""
+    text = repair(_ANSI.sub("", text)).replace("\\\\", "\\")
+    origins: set[str] = set()
+    raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
+    out: list[str] = []
+    after_frame = False
+    for line in raw:  # each substitution only where its anchor is (a paste can be 40,000 lines)
+        if 'File "' in line and _PY_FRAME.match(line):
+            after_frame = True
+            continue
+        if after_frame and line[:1].isspace():  # the source line Python echoes under a frame
+            after_frame = False
+            continue
+        after_frame = False
+        if _PY_NOISE.match(line):
+            continue
+        if ":" in line:
+            for pattern in _TIMESTAMPS:
+                line = pattern.sub("", line)
+            if "onnxruntime:" in line:
+                origins.update(m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1))
+                line = _ORT_LOG_PREFIX.sub("", line)
+            line = _SOURCE_POSITION.sub(r"\1", line)
+        if "hostname=" in line:
+            line = _HOSTNAME.sub("hostname=<host>", line)
+        line = (_SPACES.sub(" ", line) if "  " in line or "\t" in line else line).strip()
+        if line:
+            out.append(line)
+    return tuple(out), frozenset(origins)
+
+
+@dataclass(frozen=True)
+class Paste:
+    """A paste normalised once for every matcher: clean lines, the lines joined, and a lower-cased copy."""
+
+    lines: tuple[str, ...]
+    joined: str
+    lowered: str
+    starts: tuple[int, ...]  # offset of each line in `joined`
+    origins: frozenset[str] = frozenset()  # ORT source files whose log prefixes were removed
+
+    def line_index(self, offset: int) -> int:
+        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
+
+    @property
+    def squeezed(self) -> tuple[str, tuple[int, ...]]:
+        """The joined lines lower-cased without whitespace, and where each line starts in it."""
+        starts: list[int] = []
+        offset = 0
+        for line in self.lines:
+            starts.append(offset)
+            offset += len(squeeze(line))
+        return squeeze(self.joined), tuple(starts)
+
+
+def prepare(text: str | Paste) -> Paste:
+    """Normalise a paste (once); a Paste passes through unchanged."""
+    if isinstance(text, Paste):
+        return text
+    lines, origins = _normalise(text)
+    joined = "\n".join(lines)
+    starts: list[int] = []
+    offset = 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    return Paste(lines, joined, joined.lower(), tuple(starts), origins)

@@ -1,0 +1,420 @@
+"""Structure in a paste: which library is missing, which providers exist, which packages, which cuDNN status and op.
+
+The knowledge base's patterns recognise known phrasings. Signals recognise the shape of a problem whatever the
+phrasing: a library name next to any loader failure, a provider list with only the CPU in it, two ORT packages in one
+listing, a cuDNN status on a node, a TensorRT build error, fp16 numbers past 65504. Knowledge-base entries claim
+signals (the `signals` field of an entry); the matcher turns a claimed signal into a hit for that entry.
+Every pattern here is bounded and runs on the bounded lines of a Paste, so extraction stays linear in the paste size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ortgpu.env.matrix import library_info
+from ortgpu.knowledge.paste import Paste
+
+__all__ = ["FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
+
+MAX_SIGNALS_PER_KIND = 16  # a log that repeats one failure a thousand times is one failure
+
+
+class SignalKind(Enum):
+    """What a signal says about the paste."""
+
+    MISSING_LIBRARY = "missing_library"  # a named shared library / DLL could not be found or loaded
+    CPU_ONLY_PROVIDERS = "cpu_only_providers"  # the installed onnxruntime has no GPU provider at all
+    BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
+    PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
+    CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
+    TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
+    TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
+    FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One structural fact, where it was seen, the attributes entries claim it by, and what to tell the user."""
+
+    kind: SignalKind
+    line_index: int
+    position: int  # offset in Paste.joined
+    attributes: Mapping[str, str | int] = field(default_factory=dict)  # matched against entries' claims
+    values: Mapping[str, str] = field(default_factory=dict)  # the specifics shown to the user
+
+
+@dataclass(frozen=True)
+class FailingNode:
+    """The node ORT names in "Non-zero status code returned while running <op> node. Name:'<node>'"."""
+
+    op: str
+    node: str
+    line_index: int
+
+
+# ORT's fused kernels and the ONNX ops they replace, for errors that name the fused node.
+FUSED_OPS: dict[str, str] = {
+    "FusedConv": "Conv (fused by ORT with its bias Add and activation)",
+    "FusedGemm": "Gemm (fused by ORT with its activation)",
+    "FusedMatMul": "MatMul (fused by ORT with a Transpose or a scale)",
+    "NhwcConv": "Conv (run by ORT in NHWC layout)",
+    "QLinearConv": "Conv (quantized)",
+    "BiasGelu": "Add + Gelu (fused by ORT)",
+    "FastGelu": "Gelu (fused by ORT)",
+    "SkipLayerNormalization": "Add + LayerNormalization (fused by ORT)",
+    "SkipSimplifiedLayerNormalization": "Add + RMS normalisation (fused by ORT)",
+    "SimplifiedLayerNormalization": "RMS normalisation (fused by ORT)",
+    "Attention": "the attention block (fused by ORT)",
+    "MultiHeadAttention": "the attention block (fused by ORT)",
+    "GroupQueryAttention": "the attention block (fused by ORT)",
+}
+
+# ---------------------------------------------------------------- missing libraries
+
+_LIB = r"[\w.+-]{1,120}?\.(?:dll|so(?:\.\d{1,6}){0,4})\b"
+_START = r"(?<![\w.+-])"  # a library name starts at a word edge or right after a path separator
+# In order of trust: the loader's own "X: cannot open shared object file", Windows' "depends on X which is missing",
+# then the wordings of cuDNN, .NET, Java, ctypes and people describing what they saw.
+_FAILURE_WORDS = ("cannot", "can't", "could not", "unable", "failed", "missing", "not found", "which is missing")
+_LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), needs)
+    for p, needs in (
+        (rf"{_START}(?P<lib>{_LIB})\s{{0,3}}:\s{{0,3}}cannot open shared object file", ("cannot open shared object",)),
+        (
+            r"depends on \\?[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)\\?[\"']? which is missing",
+            ("which is missing",),
+        ),
+        (r"LoadLibrary\(?\)?\s{0,3}:?\s{0,3}[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)[\"']? not found", ("not found",)),
+        (
+            rf"Unable to (?:load|open|dlopen|find)(?: DLL| library| shared library)?:?\s{{0,3}}[\"']?(?P<lib>{_LIB})",
+            ("unable to",),
+        ),
+        (rf"Could not (?:locate|load library|find|load|open)\s{{1,3}}[\"']?(?P<lib>{_LIB})", ("could not",)),
+        (rf"(?:cannot|can't|failed to|unable to) (?:load|find|locate|open) [\"']?(?P<lib>{_LIB})", _FAILURE_WORDS),
+        (rf"\b(?:missing|without)\s{{1,3}}[`\"']?(?P<lib>{_LIB})", ("missing", "without")),
+        (
+            rf"{_START}(?P<lib>{_LIB})[\"']?[^\n]{{0,60}}?\b(?:cannot be (?:located|found|loaded)|could not be "
+            r"(?:located|found|loaded)|is missing|was not found|not found|is not found)",
+            ("cannot be", "could not be", "missing", "not found"),
+        ),
+    )
+)
+_LIBRARY_HINT = re.compile(r"\.so\b|\.so\.\d|\.dll\b", re.IGNORECASE)
+# the provider libraries ORT itself loads: named as the loader, never the culprit
+_LOADERS = (
+    "libonnxruntime_providers_cuda",
+    "onnxruntime_providers_cuda",
+    "libonnxruntime_providers_tensorrt",
+    "onnxruntime_providers_tensorrt",
+    "libonnxruntime_providers_rocm",
+    "onnxruntime_providers_rocm",
+)
+
+
+def _missing_libraries(paste: Paste) -> Iterator[Signal]:
+    seen: set[str] = set()
+    for index, line in enumerate(paste.lines):
+        if not _LIBRARY_HINT.search(line):
+            continue
+        low = line.lower()
+        for pattern, needs in _LIBRARY_FAILURES:
+            if not any(n in low for n in needs):
+                continue
+            m = pattern.search(line)
+            if m is None:
+                continue
+            lib = m.group("lib").strip("\"'")
+            if lib.lower().startswith(_LOADERS):
+                continue
+            key = lib.lower()
+            if key not in seen:
+                seen.add(key)
+                yield _library_signal(lib, index, paste.starts[index] + m.start("lib"))
+            break
+
+
+def _library_signal(lib: str, index: int, position: int) -> Signal:
+    info = library_info(lib)
+    platform = "windows" if lib.lower().endswith(".dll") else "linux"
+    attributes: dict[str, str | int] = {"name": lib.lower(), "platform": platform}
+    if info is not None:
+        attributes["family"] = info.family.value
+        attributes["component"] = info.component
+        if info.major is not None:
+            attributes["major"] = info.major
+    else:
+        attributes["family"] = "unknown"
+    return Signal(SignalKind.MISSING_LIBRARY, index, position, attributes, {"lib": lib})
+
+
+# ---------------------------------------------------------------- providers and packages
+
+_PROVIDER_NAME = re.compile(r"(?<![A-Za-z])(\w{2,30}?)ExecutionProvider\b")
+_CPU_SIDE = {"CPU", "Azure"}
+_LIST = re.compile(r"\[[^\[\]\n]{1,400}\]|'[^'\n]{1,400}'")
+# "CUDAExecutionProvider is not available" is what apps print after checking get_available_providers()
+_NOT_AVAILABLE = re.compile(
+    r"(?:CUDA|Tensorrt)ExecutionProvider['\"]?\s{1,3}(?:is\s{1,3})?not\s{1,3}ava\w{0,5}ble", re.IGNORECASE
+)
+_AVAILABILITY = re.compile(r"available|get_available_providers|get_device\(\)", re.IGNORECASE)
+_CHOICES = re.compile(r"choose from ((?:'[\w-]{1,30}'(?:, ?)?){1,12})", re.IGNORECASE)
+_GPU_CHOICE = re.compile(r"cuda|tensorrt|gpu|rocm|dml|directml|migraphx|openvino", re.IGNORECASE)
+_GET_DEVICE_CPU = re.compile(r"get_device\(\)[^\n]{0,80}?['\"]?CPU['\"]?(?!\w)|^['\"]CPU['\"]$")
+_PLAIN_CPU_INSTALL = re.compile(r"pip3? install (?:-U |--upgrade )?onnxruntime(?![\w-])[^\n]{0,120}?\bonly\b", re.I)
+_ONLY_CPU = re.compile(r"\bcpu\b", re.IGNORECASE)
+
+
+def _provider_lists(line: str) -> Iterator[tuple[int, list[str]]]:
+    """Each list of provider names in a line (`[...]`, `'A, B'`, or the whole line), with where it starts."""
+    found = False
+    for m in itertools.islice(_LIST.finditer(line), 8):
+        names = _PROVIDER_NAME.findall(m.group(0))
+        if names:
+            found = True
+            yield m.start(), names
+    if not found:
+        names = _PROVIDER_NAME.findall(line)
+        if names:
+            yield 0, names
+
+
+def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
+    lines = paste.lines
+    for index, line in enumerate(lines):
+        if "ExecutionProvider" in line:
+            previous = lines[index - 1] if index else ""
+            listing_only = line.lstrip()[:1] in "[('\""  # a REPL result line: its context is the line above
+            hit = None
+            for at, names in _provider_lists(line):
+                if not (set(names) <= _CPU_SIDE and "CPU" in names):
+                    continue
+                context = line[max(0, at - 80) : at + 1]  # what the line says about this list
+                if _AVAILABILITY.search(context) or (listing_only and _AVAILABILITY.search(previous)):
+                    hit = names
+                    break
+            if hit is None and _NOT_AVAILABLE.search(line):
+                hit = ["CPU"]  # an app's own check: the GPU provider is not among the available ones
+            if hit is not None:
+                yield Signal(
+                    SignalKind.CPU_ONLY_PROVIDERS,
+                    index,
+                    paste.starts[index],
+                    {},
+                    {"providers": ", ".join(dict.fromkeys(hit))},
+                )
+                continue
+        choices = _CHOICES.search(line)
+        if choices:
+            offered = re.findall(r"'([\w-]{1,30})'", choices.group(1))
+            if any(c.lower() == "cpu" for c in offered) and not any(_GPU_CHOICE.search(c) for c in offered):
+                yield Signal(
+                    SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index], {}, {"providers": ", ".join(offered)}
+                )
+                continue
+        if "get_device" in line or line in ("'CPU'", '"CPU"'):
+            previous = lines[index - 1] if index else ""
+            if _GET_DEVICE_CPU.search(line) and ("get_device" in line or "get_device" in previous):
+                yield Signal(SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index], {}, {"device": "CPU"})
+                continue
+        m = _PLAIN_CPU_INSTALL.search(line)
+        if m and _ONLY_CPU.search(line, m.end() - 5):
+            yield Signal(SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index], {}, {"package": "onnxruntime"})
+
+
+_PACKAGE_LINE = re.compile(
+    r"^[\W_]{0,4}(?P<pkg>onnxruntime(?:[-_](?:gpu|directml|openvino|rocm|training|silicon|qnn|cuda))?)"
+    r"\s{0,24}(?:==|=|:|-|\s)\s{0,6}v?\d{1,3}\.\d{1,3}",
+    re.IGNORECASE,
+)
+_PIP_INSTALL = re.compile(r"\bpip3?\s{1,3}install\b", re.IGNORECASE)
+_PACKAGE_WORD = re.compile(
+    r"(?<![\w./\\-])(onnxruntime(?:[-_](?:gpu|directml|openvino|rocm|training|silicon|qnn))?)(?![\w-])", re.I
+)
+_GPU_FLAVOURS = ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-rocm")
+
+
+def _both_packages(paste: Paste) -> Iterator[Signal]:
+    listed: dict[str, int] = {}
+    for index, line in enumerate(paste.lines):
+        if "onnxruntime" not in line.lower():
+            continue
+        m = _PACKAGE_LINE.match(line)
+        if m:
+            listed.setdefault(m.group("pkg").lower().replace("_", "-"), index)
+        if _PIP_INSTALL.search(line):
+            words = {w.lower().replace("_", "-") for w in _PACKAGE_WORD.findall(line)}
+            if "onnxruntime" in words and words & set(_GPU_FLAVOURS):
+                yield _packages_signal(sorted(words), index, paste)
+                return
+    gpu = [p for p in listed if p in _GPU_FLAVOURS]
+    if "onnxruntime" in listed and gpu:
+        yield _packages_signal(["onnxruntime", *gpu], max(listed["onnxruntime"], listed[gpu[0]]), paste)
+
+
+def _packages_signal(packages: list[str], index: int, paste: Paste) -> Signal:
+    return Signal(SignalKind.BOTH_PACKAGES, index, paste.starts[index], {}, {"packages": ", ".join(packages)})
+
+
+_DLL_LOAD_FAILED = re.compile(r"DLL load failed", re.IGNORECASE)
+
+
+def _pybind_load_failed(paste: Paste) -> Iterator[Signal]:
+    if "onnxruntime" not in paste.lowered or "dll load failed" not in paste.lowered:
+        return
+    for index, line in enumerate(paste.lines):
+        if _DLL_LOAD_FAILED.search(line):
+            yield Signal(SignalKind.PYBIND_LOAD_FAILED, index, paste.starts[index])
+            return
+
+
+# ---------------------------------------------------------------- cuDNN statuses and failing nodes
+
+_CUDNN_STATUS = re.compile(
+    r"CUDNN(?:_FE)? failure (?P<code>\d{1,6}): (?P<status>CUDNN_[A-Z_]{3,60})"
+    r"|(?<![A-Z_])(?P<bare>CUDNN_STATUS_[A-Z_]{3,60})"
+)
+_FAILING_NODE = re.compile(r"while running (?P<op>\w{1,60}) node\.\s{0,3}Name:\s{0,3}'(?P<node>[^'\n]{0,300})'")
+
+
+def failing_nodes(paste: Paste) -> tuple[FailingNode, ...]:
+    """Every node ORT names as failing, innermost last on each line ("If node ... FusedConv node")."""
+    found: list[FailingNode] = []
+    if "while running" not in paste.joined:
+        return ()
+    for index, line in enumerate(paste.lines):
+        if "while running" in line:
+            found.extend(
+                FailingNode(m.group("op"), m.group("node"), index)
+                for m in itertools.islice(_FAILING_NODE.finditer(line), 8)
+            )
+    return tuple(found)
+
+
+def _nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | None:
+    near = [n for n in nodes if abs(n.line_index - index) <= 3]
+    if not near:
+        return None
+    best = min(abs(n.line_index - index) for n in near)
+    return [n for n in near if abs(n.line_index - index) == best][-1]
+
+
+def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
+    if "CUDNN" not in paste.joined:
+        return
+    for index, line in enumerate(paste.lines):
+        if "CUDNN" not in line:
+            continue
+        m = _CUDNN_STATUS.search(line)
+        if m is None:
+            continue
+        full = m.group("status") or m.group("bare")
+        status = re.sub(r"^CUDNN_(?:STATUS_)?", "", full)
+        values = {"status": full}
+        if m.group("code"):
+            values["code"] = m.group("code")
+        node = _nearest_node(nodes, index)
+        if node is not None:
+            values["op"] = node.op
+            values["node"] = node.node
+        yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), {"status": status}, values)
+        return
+
+
+# ---------------------------------------------------------------- TensorRT build errors
+
+_TRT_PROFILE = re.compile(
+    r"no optimi[sz]ation profile|shape inputs with associated profiles|no associated shape profiles"
+    r"|missing dimensions in profile|dynamic shape inputs? (?:is|are) not provided"
+    r"|profile (?:is )?not (?:set|provided)",
+    re.IGNORECASE,
+)
+_TRT_UNSUPPORTED = re.compile(
+    r"could not find plugin:? ?(?P<op>\w{1,60})?|no importer registered for op:? ?(?P<op2>\w{1,60})?"
+    r"|UNSUPPORTED_NODE|No graph will run on TensorRT|Plugin not found|inputs must not be (?P<dtype>Int32|Int64|Bool)"
+    r"|(?:op|operator|layer) (?:type )?(?P<op3>\w{1,60}) (?:is )?not supported",
+    re.IGNORECASE,
+)
+
+
+def _tensorrt(paste: Paste) -> Iterator[Signal]:
+    low = paste.lowered
+    # the unsupported-op wordings are TensorRT's only in its context (the text, or the ORT component that logged)
+    in_tensorrt = "tensorrt" in low or "trt" in low or any("tensorrt" in o for o in paste.origins)
+    profile_done = False
+    unsupported_done = not in_tensorrt
+    for index, line in enumerate(paste.lines):
+        if not profile_done:
+            m = _TRT_PROFILE.search(line)
+            if m:
+                profile_done = True
+                yield Signal(SignalKind.TRT_PROFILE, index, paste.starts[index] + m.start(), {}, {})
+        if not unsupported_done:
+            m = _TRT_UNSUPPORTED.search(line)
+            if m:
+                unsupported_done = True
+                op = m.group("op") or m.group("op2") or m.group("op3")
+                values = {"op": op} if op else {}
+                if m.group("dtype"):
+                    values["dtype"] = m.group("dtype")
+                yield Signal(SignalKind.TRT_UNSUPPORTED_OP, index, paste.starts[index] + m.start(), {}, values)
+        if profile_done and unsupported_done:
+            return
+
+
+# ---------------------------------------------------------------- fp16 overflow in prose or logs
+
+_HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
+_BAD_VALUES = re.compile(
+    r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519", re.IGNORECASE
+)
+_BIG_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3}){1,4}|\d{5,12})(?:\.\d+)?(?![\w,])")
+_OVERFLOW_OPS = re.compile(  # op names as ONNX writes them, also inside node names ("/norm/ReduceSum_output_0")
+    r"(?<![A-Za-z])(ReduceSumSquare|ReduceMean|ReduceSum|ReduceL2|Pow|Softmax|SimplifiedLayerNormalization|"
+    r"SkipLayerNormalization|LayerNormalization|Exp|Sqrt|MatMul|Gemm|Erf|Div|InstanceNormalization|GroupNorm)"
+    r"(?![a-z])"
+)
+FP16_MAX = 65504
+
+
+def _fp16_overflow(paste: Paste) -> Iterator[Signal]:
+    if not _HALF.search(paste.joined):
+        return
+    lines = paste.lines
+    for index, line in enumerate(lines):
+        if not _HALF.search(line):
+            continue
+        window = "\n".join(lines[max(0, index - 2) : index + 4])
+        if not _BAD_VALUES.search(window):
+            continue
+        values: dict[str, str] = {}
+        big = [
+            n
+            for n in (int(t.replace(",", "")) for t in _BIG_NUMBER.findall(window)[:20])
+            if n > FP16_MAX and n < 10**12
+        ]
+        if big:
+            values["numbers"] = ", ".join(f"{n:,}" for n in big[:3])
+        ops = list(dict.fromkeys(_OVERFLOW_OPS.findall(window)))
+        if ops:
+            values["ops"] = ", ".join(ops[:4])
+        yield Signal(SignalKind.FP16_OVERFLOW, index, paste.starts[index], {}, values)
+        return
+
+
+def extract_signals(paste: Paste) -> tuple[Signal, ...]:
+    """Every structural signal in a normalised paste, in the order of the extractors, each kind bounded."""
+    nodes = failing_nodes(paste)
+    extractors = (
+        _missing_libraries(paste),
+        _cpu_only_providers(paste),
+        _both_packages(paste),
+        _pybind_load_failed(paste),
+        _cudnn_statuses(paste, nodes),
+        _tensorrt(paste),
+        _fp16_overflow(paste),
+    )
+    return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))

@@ -1,0 +1,88 @@
+"""Mangled pastes made readable before matching: UTF-16 read as bytes, letters spaced apart, localised OS messages."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["LOCALISED_PHRASES", "repair", "squeeze"]
+
+# What the loaders print in other languages, and the English every knowledge-base pattern is written against.
+# glibc's dlerror() texts come from its own translations (libc.mo); Windows' FormatMessage text for error 126 from the
+# localised system message tables.
+_CANNOT_OPEN = "cannot open shared object file"
+_NO_SUCH_FILE = "No such file or directory"
+_MODULE_NOT_FOUND = "The specified module could not be found."
+LOCALISED_PHRASES: dict[str, str] = {
+    # glibc: "cannot open shared object file"
+    "共有オブジェクトファイルを開けません": _CANNOT_OPEN,
+    "无法打开共享对象文件": _CANNOT_OPEN,
+    "無法開啟共用物件": _CANNOT_OPEN,
+    "동적 오브젝트 파일을 열 수 없습니다": _CANNOT_OPEN,
+    "Kann die Shared-Object-Datei nicht öffnen": _CANNOT_OPEN,
+    "Ne peut ouvrir le fichier d'objet partagé": _CANNOT_OPEN,
+    "no se puede abrir el fichero del objeto compartido": _CANNOT_OPEN,
+    "невозможно открыть разделяемый объектный файл": _CANNOT_OPEN,
+    "impossibile aprire il file oggetto condiviso": _CANNOT_OPEN,
+    "não é possível abrir arquivo compartilhado": _CANNOT_OPEN,
+    "nie można otworzyć pliku obiektu dzielonego": _CANNOT_OPEN,
+    # glibc: "No such file or directory"
+    "そのようなファイルやディレクトリはありません": _NO_SUCH_FILE,
+    "没有那个文件或目录": _NO_SUCH_FILE,
+    "沒有此一檔案或目錄": _NO_SUCH_FILE,
+    "그런 파일이나 디렉터리가 없습니다": _NO_SUCH_FILE,
+    "Datei oder Verzeichnis nicht gefunden": _NO_SUCH_FILE,
+    "Aucun fichier ou dossier de ce type": _NO_SUCH_FILE,
+    "No existe el fichero o el directorio": _NO_SUCH_FILE,
+    "Нет такого файла или каталога": _NO_SUCH_FILE,
+    "File o directory non esistente": _NO_SUCH_FILE,
+    "Arquivo ou diretório inexistente": _NO_SUCH_FILE,
+    "Nie ma takiego pliku ani katalogu": _NO_SUCH_FILE,
+    # Windows: ERROR_MOD_NOT_FOUND (126)
+    "指定されたモジュールが見つかりません。": _MODULE_NOT_FOUND,
+    "指定されたモジュールが見つかりません": _MODULE_NOT_FOUND,
+    "找不到指定的模块。": _MODULE_NOT_FOUND,
+    "找不到指定的模块": _MODULE_NOT_FOUND,
+    "找不到指定的模組。": _MODULE_NOT_FOUND,
+    "找不到指定的模組": _MODULE_NOT_FOUND,
+    "지정된 모듈을 찾을 수 없습니다.": _MODULE_NOT_FOUND,
+    "Das angegebene Modul wurde nicht gefunden.": _MODULE_NOT_FOUND,
+    "Le module spécifié est introuvable.": _MODULE_NOT_FOUND,
+    "No se puede encontrar el módulo especificado.": _MODULE_NOT_FOUND,
+    "Не найден указанный модуль.": _MODULE_NOT_FOUND,
+    "Impossibile trovare il modulo specificato.": _MODULE_NOT_FOUND,
+    "Não foi possível encontrar o módulo especificado.": _MODULE_NOT_FOUND,
+    "Nie można odnaleźć określonego modułu.": _MODULE_NOT_FOUND,
+}
+_LOCALISED = re.compile("|".join(re.escape(p) for p in sorted(LOCALISED_PHRASES, key=len, reverse=True)))
+_SQUEEZE_TABLE = {ord(c): None for c in " \t\r\n\f\v\u00a0\u3000"}
+
+
+def repair(text: str) -> str:
+    """The paste with NULs of UTF-16-read-as-bytes removed, letter-spaced lines closed up, a BOM dropped and
+    localised loader messages replaced by the English ones the knowledge base is written against."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    text = text.replace("\ufeff", "")
+    if not text.isascii():
+        text = _LOCALISED.sub(lambda m: LOCALISED_PHRASES[m.group(0)], text)
+    if " " in text:
+        text = "\n".join(_unspace(line) for line in text.split("\n"))
+    return text
+
+
+def _unspace(line: str) -> str:
+    """Close up a line whose every other character is a space ("E r r o r   l o a d i n g")."""
+    if len(line) < 8:
+        return line
+    for phase in (1, 0):
+        gaps = line[phase::2]
+        if len(gaps) >= 4 and gaps.count(" ") >= 0.95 * len(gaps):
+            kept = line[1 - phase :: 2]
+            # kept letters alternate with the spaces; an original space shows as a run of three
+            return kept if kept.strip() else line
+    return line
+
+
+def squeeze(text: str) -> str:
+    """Lower-cased text without any whitespace: what a message still is after wrapping at any column."""
+    return text.translate(_SQUEEZE_TABLE).lower()
