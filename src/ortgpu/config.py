@@ -130,6 +130,11 @@ class Config:
         if file is None:
             return Path(given)
         where = self.source.name if self.source else "[model]"
+        if not self.model.get("sha256"):  # unpinned, any file would run in place of the given model
+            raise ConfigError(
+                f"{where}: [model] file {Path(str(file)).name} has no sha256",
+                "add sha256 (and source_sha256, the model it came from), as ortgpu tune and ortgpu fp16 write them",
+            )
         allowed = {self.model.get("source_sha256"), self.model.get("sha256")} - {None}
         if allowed and given_sha256 not in allowed:
             raise ConfigError(
@@ -264,11 +269,17 @@ def _input_spec(values: Mapping[str, Any], folder: Path) -> InputSpec:
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def toml_module() -> Any:
+    """The TOML reader: the standard library's, or tomli on Python 3.10."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
+    return tomllib
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    tomllib = toml_module()
 
     hint = "it must be a UTF-8 TOML file (see docs/config.md)"
     text = read_input_text(path, CONFIG_LIMIT, hint, what="config file", error=ConfigError)

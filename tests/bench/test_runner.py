@@ -237,6 +237,19 @@ def test_against_defaults_benches_ort_defaults_too_and_gives_the_speedup(tiny_mo
     assert label == "cpu/iobinding batch 1" and speedup == pytest.approx(base / result.cases[0].stats.p50_ms)
 
 
+def test_against_defaults_measures_the_defaults_on_the_configs_inputs(tiny_model: Path, tmp_path: Path) -> None:
+    """tune writes the tuned batch into [inputs]: ORT's defaults must be measured on the same shapes, or the table
+    has no defaults row and no speed-up (what `tune --batch 32` then `bench --against-defaults` showed)."""
+    config = tmp_path / "ortgpu.toml"
+    config.write_text('[run]\nmode = "iobinding"\n[inputs]\nshapes = { x = "4x4" }\n')
+    request = BenchRequest(
+        tiny_model, ep=ExecutionProvider.CPU, modes=(), config=config, iterations=20, against_defaults=True
+    )
+    result = run_bench(request)
+    assert result.defaults is not None and [c.batch for c in result.defaults.cases] == [4]
+    assert list(result.speedups_over_defaults()) == ["cpu/iobinding batch 4"]
+
+
 def test_against_defaults_is_in_the_html_report(tiny_model: Path, tmp_path: Path) -> None:
     config = tmp_path / "ortgpu.toml"
     config.write_text('[run]\nmode = "iobinding"\n')

@@ -104,3 +104,17 @@ def test_a_gpu_config_is_written_in_the_keys_the_config_reader_knows(tmp_path: P
     }  # fmt: skip
     assert config.model["precision"] == "fp16" and config.model["file"] == tmp_path / "m.fp16.onnx"
     assert config.inputs.shapes == {"input_ids": (32, 128)}
+
+
+def test_progress_follows_the_trial_count_when_trials_bound_the_run(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --trials 4 and the default 10-minute budget the bar stayed at 0% to the end."""
+    import ortgpu.tune.run
+    from ortgpu.tune.trial import Outcome
+
+    monkeypatch.setattr(ortgpu.tune.run, "run_child", lambda *a, **k: Outcome("done", result={"value": 1.0}))
+    seen: list[tuple[str, float | None]] = []
+    run_tune(_request(tiny_model, tmp_path / "t", max_trials=4, budget_s=600), lambda m, f=None: seen.append((m, f)))
+    ended = [round(f or 0, 2) for m, f in seen if m.startswith("trial") and m.endswith(" ms")]
+    assert ended == [0.25, 0.5, 0.75, 1.0]

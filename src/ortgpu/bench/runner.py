@@ -37,7 +37,7 @@ from ortgpu.bench.result import (
 from ortgpu.bench.wheel import WheelBackend
 from ortgpu.config import Config, load_config
 from ortgpu.ep import ExecutionProvider
-from ortgpu.model.inputs import merge_input_spec
+from ortgpu.model.inputs import InputSpec, merge_input_spec
 from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.output_paths import check_outputs
 from ortgpu.progress import Progress, silent
@@ -200,7 +200,7 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
             comparison = confirm_regressions(comparison, again, baseline)
         result = dataclasses.replace(result, comparison=comparison)
     if request.against_defaults:
-        result = dataclasses.replace(result, defaults=_defaults_of(request, progress))
+        result = dataclasses.replace(result, defaults=_defaults_of(request, spec, progress))
     if request.save is not None:
         result = dataclasses.replace(result, saved_to=Path(request.save))
     if request.report is not None:
@@ -210,11 +210,17 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
     return result
 
 
-def _defaults_of(request: BenchRequest, progress: Progress | None) -> BenchResult:
-    """The same model, batches and measurement with ORT's defaults: no config, numpy in/out (what users get)."""
+def _defaults_of(request: BenchRequest, spec: InputSpec, progress: Progress | None) -> BenchResult:
+    """The same model, inputs (the config's [inputs] too: tune writes the tuned shapes there), batches and
+    measurement with ORT's defaults: no config, numpy in/out (what users get)."""
     plain = dataclasses.replace(
         request,
         config=None,
+        shapes=dict(spec.shapes),
+        dims=dict(spec.dims),
+        ranges=dict(spec.ranges),
+        npz=spec.npz,
+        seed=spec.seed,
         modes=(BenchMode.RUN,),
         all_modes=False,
         provider_options={},

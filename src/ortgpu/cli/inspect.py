@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+from ortgpu.cli.output import CELL_LIMIT, TEXT_LIMIT, emit, json_option, progress_reporter, safe
 from ortgpu.config import load_config
 from ortgpu.inspect import InspectRequest, inspect_model_file
 
@@ -21,7 +21,13 @@ _MAX_OFF = 25
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="ortgpu.toml the model will run with.")
 @click.option("--device", "device_id", type=click.IntRange(min=0), help="CUDA device for the placement session.")
-@click.option("--top", type=click.IntRange(min=0, max=10_000), default=10, show_default=True, help="Largest weights.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0, max=10_000),
+    default=10,
+    show_default=True,
+    help="How many of the largest weights to list.",
+)
 @click.option(
     "--kernels/--no-kernels",
     default=True,
@@ -47,9 +53,13 @@ def command(
     return 0
 
 
-def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe)."""
-    return safe(text)
+_TEXT = TEXT_LIMIT  # one of ortgpu's own sentences quoting a model (a reason, a note, a hint)
+
+
+def _x(text: object, limit: int = CELL_LIMIT) -> str:
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe): markup
+    escaped, control characters shown as escapes; a name's middle left out past CELL_LIMIT (the JSON has it whole)."""
+    return safe(text, limit)
 
 
 def _size(n: int | None) -> str:
@@ -91,6 +101,8 @@ def render(result: Any, console: Any) -> None:
     _render_ops(result, console, Table)
     _render_weights(result, console, Table)
     _render_kernels(result.kernels, console)
+    for note in result.notes:
+        console.print(f"[yellow]{_x(note, _TEXT)}[/]")
     console.print(f"[dim]inspected in {result.elapsed_s:.2f} s[/]")
 
 
@@ -98,7 +110,7 @@ def _render_dims(result: Any, console: Any) -> None:
     if not result.symbolic_dims:
         console.print("[bold]Symbolic dims[/]: none (every input dim is fixed or unnamed)")
     else:
-        console.print(f"[bold]Symbolic dims[/] [dim]({_x(result.shape_inference)})[/]")
+        console.print(f"[bold]Symbolic dims[/] [dim]({_x(result.shape_inference, _TEXT)})[/]")
     for dim in result.symbolic_dims:
         ins = ", ".join(f"{_x(u.tensor)}[{u.axis}]" for u in dim.inputs)
         outs = ", ".join(
@@ -184,7 +196,7 @@ def _render_kernels(kernels: Any, console: Any) -> None:
     console.print(f"\n[bold]{short} EP kernels[/]")
     if kernels.status.value != "determined":
         colour = "yellow" if kernels.status.value == "not-determined" else "dim"
-        console.print(f"  [{colour}]{_x(kernels.reason)}[/]")
+        console.print(f"  [{colour}]{_x(kernels.reason, _TEXT)}[/]")
         return
     on, total = kernels.nodes_on_ep, kernels.nodes_checked
     colour = "green" if on == total else "yellow"
@@ -193,15 +205,15 @@ def _render_kernels(kernels: Any, console: Any) -> None:
         + (f", {kernels.memcpy_count} Memcpy node(s) ORT adds" if kernels.memcpy_count else "")
         + f" [dim]({kernels.seconds:.2f} s)[/]"
     )
-    console.print(f"  [dim]{_x(kernels.reason)}[/]")
+    console.print(f"  [dim]{_x(kernels.reason, _TEXT)}[/]")
     if kernels.off_ep:
         console.print(f"  [yellow]will fall back ({len(kernels.off_ep)} node(s)):[/]")
         for node in kernels.off_ep[:_MAX_OFF]:
             where = f" -> {_x(node.provider)}" if node.provider else ""
-            detail = f": {_x(node.detail)}" if node.detail else ""
+            detail = f": {_x(node.detail, _TEXT)}" if node.detail else ""
             reason = _x("[" + node.reason + "]")
             console.print(f"    {_x(node.op_type)} ({_x(node.name or 'unnamed')}){where} {reason}{detail}")
         if len(kernels.off_ep) > _MAX_OFF:
             console.print(f"    ... {len(kernels.off_ep) - _MAX_OFF} more (see --json)")
     for note in kernels.notes:
-        console.print(f"  [dim]{_x(note)}[/]")
+        console.print(f"  [dim]{_x(note, _TEXT)}[/]")

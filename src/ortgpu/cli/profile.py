@@ -8,10 +8,11 @@ from typing import Any
 import click
 
 from ortgpu.cli.options import input_spec, model_input_options
-from ortgpu.cli.output import emit, json_option, progress_reporter, safe
+from ortgpu.cli.output import CELL_LIMIT, TEXT_LIMIT, emit, json_option, progress_reporter, safe
 from ortgpu.cli.params import parse_ep_option
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
+from ortgpu.model.inputs import InputSpec
 from ortgpu.profile import GpuTiming, ProfileRequest, run_profile
 
 __all__ = ["command", "render"]
@@ -78,6 +79,11 @@ def command(
 
     config = load_config(config_path)
     compare = load_config(compare_path) if compare_path is not None else None
+    # both sides run on the same inputs: the flags', else --config's [inputs], else --compare's (a tuned config
+    # pins the shapes it was tuned for, and its fixed dims refuse any other)
+    base_inputs = config.inputs
+    if compare is not None and config.inputs == InputSpec():
+        base_inputs = compare.inputs
     stem = model.stem or "model"
     trace = trace if trace is not None else Path(f"{stem}-profile.json")
     compare_trace = None
@@ -89,7 +95,7 @@ def command(
         ep_options=dict(parse_ep_option(o) for o in ep_options),
         device_id=device_id,
         config=config,
-        inputs=input_spec(config.inputs, shapes, dims, ranges, npz, seed),
+        inputs=input_spec(base_inputs, shapes, dims, ranges, npz, seed),
         runs=runs,
         warmup=warmup,
         trace=trace,
@@ -105,9 +111,13 @@ def command(
     return 0
 
 
-def _x(text: object) -> str:
-    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe)."""
-    return safe(text)
+_TEXT = TEXT_LIMIT  # one of ortgpu's own sentences quoting a model (a reason, a note, a hint)
+
+
+def _x(text: object, limit: int = CELL_LIMIT) -> str:
+    """Model-supplied text made safe for a rich console (one rule for every command: cli.output.safe): markup
+    escaped, control characters shown as escapes; a name's middle left out past CELL_LIMIT (the JSON has it whole)."""
+    return safe(text, limit)
 
 
 def _short(provider: str) -> str:
@@ -137,22 +147,22 @@ def render(result: Any, console: Any) -> None:
     if result.comparison:
         _render_comparison(result, console, Table)
     for run in result.runs:
-        console.print(f"trace ({_x(run.label)}): {_x(run.trace)}  [dim](chrome://tracing or ui.perfetto.dev)[/]")
+        console.print(f"trace ({_x(run.label)}): {_x(run.trace, _TEXT)}  [dim](chrome://tracing or ui.perfetto.dev)[/]")
     if result.report is not None:
-        console.print(f"report: {_x(result.report)}")
+        console.print(f"report: {_x(result.report, _TEXT)}")
 
 
 def _render_run(run: Any, console: Any, table_type: Any) -> None:
     times = run.run_times
     console.print(f"\n[bold]{_x(run.label)}[/] on [bold]{run.ep.value}[/] ({_x(', '.join(run.providers))})")
     if run.ep_reason:
-        console.print(f"  [dim]why this EP: {_x(run.ep_reason)}[/]")
+        console.print(f"  [dim]why this EP: {_x(run.ep_reason, _TEXT)}[/]")
     console.print(
         f"  {run.runs_profiled} profiled run(s) after {run.warmup_runs} warm-up run(s) (left out); under the "
         f"profiler a run takes {_us(times.mean_us)} on average (median {_us(times.median_us)}), its nodes "
         f"{_us(times.node_us_per_run)} ({times.node_coverage:.0%} of a run, median)"
     )
-    console.print(f"  [dim]{_x(run.timing_note)}[/]")
+    console.print(f"  [dim]{_x(run.timing_note, _TEXT)}[/]")
     split = ", ".join(f"{_x(_short(k))} {v:.1%}" for k, v in run.provider_share.items())
     console.print(f"  node time by provider: {split}")
     table = table_type(show_edge=False, pad_edge=False, title="Op types", title_justify="left")
@@ -197,27 +207,27 @@ def _render_run(run: Any, console: Any, table_type: Any) -> None:
         for node in run.cpu_in_gpu[:8]:
             console.print(
                 f"  {_x(node.op_type)} ({_x(node.name)}): {_us(node.per_run_us)} ({_pct(node.share)})"
-                + (f" [dim]{_x(node.reason)}[/]" if node.reason else "")
+                + (f" [dim]{_x(node.reason, _TEXT)}[/]" if node.reason else "")
             )
     if run.kernels:
         console.print("[bold]CUDA kernels[/] (device time per run):")
         for kernel in run.kernels[:10]:
             console.print(f"  {_us(kernel.per_run_us)}  {_x(kernel.kernel)} [dim]({_x(kernel.node)})[/]")
     elif run.kernels_note:
-        console.print(f"  [dim]{_x(run.kernels_note)}[/]")
+        console.print(f"  [dim]{_x(run.kernels_note, _TEXT)}[/]")
     fusion = run.fusion
     if fusion.available:
         removed = ", ".join(f"{n} {_x(op)}" for op, n in fusion.removed.items())
         created = ", ".join(f"{n} {_x(op)}" for op, n in fusion.created.items())
-        console.print(f"[bold]Fusion[/]: {_x(fusion.note)}")
+        console.print(f"[bold]Fusion[/]: {_x(fusion.note, _TEXT)}")
         if removed or created:
             console.print(f"  removed: {removed or 'none'}; created: {created or 'none'}")
     else:
-        console.print(f"[bold]Fusion[/]: [dim]{_x(fusion.note)}[/]")
+        console.print(f"[bold]Fusion[/]: [dim]{_x(fusion.note, _TEXT)}[/]")
     for note in run.notes:
-        console.print(f"  [dim]{_x(note)}[/]")
+        console.print(f"  [dim]{_x(note, _TEXT)}[/]")
     for hint in run.hints:
-        console.print(f"[yellow]{hint.kind.value}[/]: {_x(hint.message)}")
+        console.print(f"[yellow]{hint.kind.value}[/]: {_x(hint.message, _TEXT)}")
 
 
 def _render_comparison(result: Any, console: Any, table_type: Any) -> None:

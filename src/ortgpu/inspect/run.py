@@ -42,13 +42,25 @@ def inspect_model_file(request: InspectRequest, progress: Progress | None = None
 
     The model is parsed without its external data (sizes come from tensor metadata); a corrupt model, one the
     ONNX checker rejects, or external data that is missing, truncated or outside the model's folder raise
-    ModelError (exit 2) before anything else happens.
+    ModelError (exit 2) before anything else happens. With a config whose ``[model]`` file runs instead (what
+    tune writes), that file is inspected, after the same hash checks ``check`` and ``bench`` make.
     """
 
     report = progress or _silent
     start = time.perf_counter()
     report("reading the model", 0.0)
     info, model = load_model(request.model)
+    notes: tuple[str, ...] = ()
+    # A tuned config runs its [model] file (fp16 / fused) instead: that file is the one to describe, and one that
+    # changed since tune hashed it, or came from another model, is refused (ConfigError, exit 2) as check does.
+    run_file = request.config.model_file_for(info.path, info.sha256)
+    if run_file != info.path:
+        given = info.path
+        info, model = load_model(run_file)
+        notes = (
+            f"inspected the config's [model] file {run_file.name} "
+            f"({request.config.model.get('precision', 'fp32')}): it runs instead of {given.name}, which it came from",
+        )
     histogram = graph.op_histogram(model)
     subgraphs = graph.subgraphs(model)
     count, total, top = graph.initializers(model, request.top)
@@ -87,4 +99,5 @@ def inspect_model_file(request: InspectRequest, progress: Progress | None = None
         external_data=external,
         kernels=kernels,
         elapsed_s=time.perf_counter() - start,
+        notes=notes,
     )

@@ -91,13 +91,19 @@ def execute(spec: ExecuteSpec) -> Executed:
         profile_dir=spec.work_dir,
         optimized_model_path=optimized,
     )
-    with session:
+    # The session logger stays at the verbose level the placement needed: its last lines (ORT writes the profile
+    # when the session ends, also when Ctrl-C or SIGTERM stops the runs) are kept off the console.
+    try:
         for _ in range(spec.warmup + spec.runs):
             session.run(inputs.feeds)
-        # The session logger stays at the verbose level the placement needed: keep its last lines off the console.
         with capture_native_stderr():
             trace = session.end_profiling()
             session.close()
+    except BaseException as exc:
+        with capture_native_stderr():
+            session.close()
+            _release_frames(exc)
+        raise
     log = spec.work_dir / _BUILD_LOG
     log.write_text(session.build_log, encoding="utf-8")
     return Executed(
@@ -115,6 +121,20 @@ def execute(spec: ExecuteSpec) -> Executed:
         ort_version=ort.__version__,
         cuda_launch_blocking=os.environ.get("CUDA_LAUNCH_BLOCKING") == "1",
     )
+
+
+def _release_frames(exc: BaseException) -> None:
+    """The frames of a run that failed or was stopped (onnxruntime's own ``run()`` among them, also through the
+    ORT error an ortgpu error was raised from) hold the session: cleared here, so the session ends inside the
+    capture and ORT's last log lines ("Writing profiler data ...") never reach the console."""
+    import traceback
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        current = current.__cause__ or current.__context__
 
 
 # --------------------------------------------------------------------------------------------- child process

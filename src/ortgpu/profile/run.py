@@ -111,6 +111,8 @@ def run_profile(request: ProfileRequest, progress: Progress | None = None) -> Pr
     if request.compare is not None:
         other = request.compare.source.name if request.compare.source is not None else "compared config"
         configs.append((other if other != configs[0][0] else f"{other} (2)", request.compare))
+    for _, config in configs:  # a [model] file that changed or came from another model: refused before any run
+        config.model_file_for(info.path, info.sha256)
     targets = [request.trace, request.compare_trace]
     runs = []
     for index, (label, config) in enumerate(configs):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ortgpu.tune.request import TuneInputError, TuneRequest, parse_budget
 from ortgpu.tune.result import Objective, TrialRecord, TrialStatus, TuneResult, WrittenFile
-from ortgpu.tune.run import TuneInputError, TuneRequest, parse_budget, run_tune
+from ortgpu.tune.run import run_tune
 
 __all__ = [
     "Objective",

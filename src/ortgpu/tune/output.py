@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ortgpu.atomic import atomic_write_text
-from ortgpu.config import load_config
+from ortgpu.config import load_config, toml_module
 from ortgpu.ep import ExecutionProvider
 from ortgpu.tune.space import LEVERS
 
@@ -26,11 +25,34 @@ def _value(value: Any) -> str:
         return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_value(v) for v in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string: JSON's escapes are valid TOML escapes
+    return _string(str(value))
+
+
+_NAMED = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _string(text: str) -> str:
+    """A TOML basic string. Not json.dumps: JSON writes a character outside the BMP (an emoji in an input name)
+    as a surrogate pair, which TOML refuses, and leaves DEL raw, which TOML refuses too."""
+    out = []
+    for char in text:
+        if char in _NAMED:
+            out.append(_NAMED[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _comment(text: str) -> str:
+    """A TOML comment takes no control character (a model file named with an escape sequence): shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _key(name: str) -> str:
-    return name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name)
+    plain = name.isascii() and name.replace("_", "").replace("-", "").isalnum()
+    return name if plain else _string(name)
 
 
 def config_text(
@@ -51,7 +73,8 @@ def config_text(
     for key, value in (free_dims or {}).items():
         if value:
             session[key] = dict(value)
-    lines = [MARKER, *(f"# {line}" for line in header.splitlines()), 'fallback = "none"', ""]
+    comment = [f"# {_comment(line)}" for line in header.splitlines()]
+    lines = [MARKER, *comment, 'fallback = "none"', ""]
     if model:
         lines += ["[model]", *(f"{k} = {_value(v)}" for k, v in model.items()), ""]
     lines += ["[run]", f"mode = {_value(params.get('io', 'run'))}", ""]
@@ -66,7 +89,7 @@ def config_text(
 
 def write_config(path: Path, text: str) -> Path:
     """Write atomically, then read it back through the one config reader (what load/check/bench will do)."""
-
+    toml_module().loads(text)  # TOML tune cannot write is a bug: raise before anything replaces the file
     atomic_write_text(path, text)
     load_config(path)  # a config tune writes and ortgpu cannot read is a bug: fail here, loudly
     return path

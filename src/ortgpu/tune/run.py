@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import os
+import shutil
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -13,14 +13,28 @@ from typing import Any
 
 from ortgpu.atomic import atomic_write
 from ortgpu.check.parity import Precision
-from ortgpu.config import Config, parse_bytes
+from ortgpu.config import Config
 from ortgpu.ep import ExecutionProvider
-from ortgpu.errors import BadInputError, EnvironmentUnfitError
 from ortgpu.model.free_dims import fixed_dims_for, input_dim_labels
 from ortgpu.model.inputs import InputSpec, make_inputs
 from ortgpu.model.inspect import inspect_model
+from ortgpu.output_paths import check_writable_folder
 from ortgpu.session import ProviderUnavailableError, best_available_ep, open_session, probe_provider
-from ortgpu.tune.output import MARKER, config_text, write_config
+from ortgpu.tune.journal import (
+    check_identity,
+    check_trials,
+    import_optuna,
+    open_study,
+    quiet_optuna,
+)
+from ortgpu.tune.output import config_text, write_config
+from ortgpu.tune.request import (
+    CONFIG_NAME,
+    JOURNAL_NAME,
+    TuneInputError,
+    TuneRequest,
+    parse_budget,
+)
 from ortgpu.tune.result import Objective, TrialRecord, TrialStatus, TuneResult, WrittenFile
 from ortgpu.tune.space import (
     LEVERS,
@@ -33,105 +47,14 @@ from ortgpu.tune.space import (
     suggest,
     variant_key,
 )
-from ortgpu.tune.trial import CHILD_COMMAND, Outcome, TrialLimits, run_child
+from ortgpu.tune.trial import Outcome, TrialLimits, run_child
 from ortgpu.tune.variants import Variant, VariantError, has_conv1d, model_traits, prepare_variant, sha256_file
 
 __all__ = ["JOURNAL_NAME", "Progress", "TuneInputError", "TuneRequest", "parse_budget", "run_tune"]
 
 Progress = Callable[[str, "float | None"], None]
-JOURNAL_NAME = "tune-journal.log"
-CONFIG_NAME = "ortgpu.toml"
-_STUDY = "ortgpu-tune"
 
 
-class TuneInputError(BadInputError):
-    """A tune setting that cannot work (exit 2)."""
-
-
-@dataclass(frozen=True)
-class TuneRequest:
-    """What to tune. ``batches``: one batch, or a sweep (throughput: the batch becomes a lever; a latency
-    objective: the geometric mean over the batches, dims left open). ``budget_s``: wall time for the search;
-    ``max_trials``: stop after this many trials too. ``out``: folder for ortgpu.toml, the model files and the
-    journal (``resume`` continues the study in it). ``memory_budget``: bytes of peak memory a trial may use
-    (NVML, device-wide, on a GPU; resident memory on the CPU EP). ``measure_s``: timed seconds per trial, in
-    three stages the pruner looks at. ``seed``: the sampler's seed."""
-
-    model: Path
-    out: Path
-    ep: ExecutionProvider | None = None
-    objective: Objective = Objective.P50
-    batches: tuple[int, ...] = ()
-    budget_s: float = 600.0
-    max_trials: int | None = None
-    memory_budget: int | None = None
-    resume: bool = False
-    measure_s: float = 1.0
-    max_warmup_s: float = 2.0
-    trial_timeout_s: float = 300.0
-    host_memory_limit: int | None = None
-    device_id: int = 0
-    seed: int = 0
-    priors: bool = True  # start from ORT's defaults and the levers measured best on the H200, then let TPE search
-    child_command: tuple[str, ...] = field(default=CHILD_COMMAND)
-
-    def validate(self) -> None:
-        if not (math.isfinite(self.budget_s) and self.budget_s > 0):
-            raise TuneInputError(f"--budget {self.budget_s}: needs a positive time", "e.g. --budget 10m")
-        if self.max_trials is not None and self.max_trials < 1:
-            raise TuneInputError(f"--trials {self.max_trials}: needs 1 or more", "e.g. --trials 30")
-        for batch in self.batches:
-            if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-                raise TuneInputError(f"--batch {batch!r}: not a whole number of 1 or more", "e.g. --batch 1,32")
-        if self.memory_budget is not None and self.memory_budget < 1:
-            raise TuneInputError(f"--memory-budget {self.memory_budget}: needs bytes > 0", "e.g. --memory-budget 8GiB")
-        if not (math.isfinite(self.measure_s) and self.measure_s > 0):
-            raise TuneInputError(f"measure time {self.measure_s}: needs a positive number of seconds", "e.g. 1.0")
-        if self.out.exists() and not self.out.is_dir():
-            raise TuneInputError(f"--out {self.out}: exists and is not a folder", "give a folder (created if missing)")
-        journal = self.out / JOURNAL_NAME
-        if self.resume and not journal.is_file():
-            raise TuneInputError(f"--resume: no {JOURNAL_NAME} in {self.out}", "run without --resume to start a tune")
-        if not self.resume and journal.exists():
-            raise TuneInputError(
-                f"{self.out} already holds a tune ({JOURNAL_NAME})",
-                "add --resume to continue it, or give another --out",
-            )
-        config = self.out / CONFIG_NAME
-        if config.exists() and not self.resume and not _ours(config):
-            raise TuneInputError(f"{config} exists and was not written by ortgpu tune", "give another --out")
-
-
-def parse_budget(text: str) -> float:
-    """ "10m", "90s", "1h", "1h30m", "45" (seconds) -> seconds."""
-    import re
-
-    raw = str(text).strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", raw):
-        value = float(raw)
-    else:
-        parts = re.findall(r"(\d+(?:\.\d+)?)\s*(h|m|s)", raw)
-        if not parts or re.sub(r"\s+", "", "".join(a + b for a, b in parts)) != re.sub(r"\s+", "", raw):
-            raise TuneInputError(f"--budget {text!r}: not a time", "e.g. --budget 10m, 90s or 1h30m")
-        value = sum(float(a) * {"h": 3600, "m": 60, "s": 1}[b] for a, b in parts)
-    if not (math.isfinite(value) and value > 0):
-        raise TuneInputError(f"--budget {text!r}: needs a positive time", "e.g. --budget 10m")
-    return value
-
-
-def parse_memory_budget(text: str) -> int:
-    try:
-        return parse_bytes(text, "--memory-budget")
-    except BadInputError as exc:
-        raise TuneInputError(exc.message, exc.hint) from None
-
-
-def _ours(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return handle.readline().startswith(MARKER)
-    except OSError:
-        return False
 
 
 def _silent(message: str, fraction: float | None = None) -> None:
@@ -143,15 +66,27 @@ def _silent(message: str, fraction: float | None = None) -> None:
 
 @dataclass
 class _Prepared:
-    """What every trial of one tune shares."""
+    """What every trial of one tune shares. ``arrays``: batch -> (inputs, fp32 reference outputs), held until
+    :func:`_write_work` puts them in ``work`` as the files the trial processes read (``files``)."""
 
     ep: ExecutionProvider
     ctx: SpaceContext
     batches: tuple[int, ...]
     shapes: dict[int, dict[str, tuple[int, ...]]]
-    files: dict[int, tuple[Path, Path]]  # batch -> (inputs npz, reference npz)
     labels: dict[str, tuple[Any, ...]]
     work: Path
+    arrays: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+    files: dict[int, tuple[Path, Path]] = field(default_factory=dict)  # batch -> (inputs npz, reference npz)
+
+    def identity(self, request: TuneRequest, model_sha256: str) -> dict[str, Any]:
+        """What a resumed tune must share with the one in the journal."""
+        return {
+            "model_sha256": model_sha256,
+            "ep": self.ep.value,
+            "objective": request.objective.value,
+            "batches": list(self.batches),
+            "shapes": {str(b): {k: list(v) for k, v in s.items()} for b, s in self.shapes.items()},
+        }
 
 
 def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
@@ -169,7 +104,8 @@ def _resolve_ep(request: TuneRequest) -> ExecutionProvider:
 
 
 def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
-    import numpy as np
+    """The EP, the space, the inputs and the fp32 reference outputs, in memory: nothing is written yet, so bad
+    inputs (an open dim no flag fixes) leave no folder behind."""
 
     ep = _resolve_ep(request)
     open_leading = any(i.rank and not isinstance(i.shape[0], int) for i in model.inputs)
@@ -177,25 +113,38 @@ def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
         raise TuneInputError(
             "--batch: every input has a fixed leading dim; the model cannot be batched", "drop --batch"
         )
-    batches = request.batches or (make_inputs(model, InputSpec()).batch or 1,)
+
+    def spec(batch: int | None) -> InputSpec:
+        return InputSpec(shapes=dict(request.shapes), dims=dict(request.dims), batch=batch)
+
+    batches = request.batches or (make_inputs(model, spec(None)).batch or 1,)
     open_dims = any(i.is_dynamic for i in model.inputs)
     traits = model_traits(model.op_types, open_dims, has_conv1d(model.path) if model.op_types.get("Conv") else False)
     sweep_latency = len(batches) > 1 and request.objective is not Objective.THROUGHPUT
     ctx = SpaceContext(traits, ep, fixed_batch=not sweep_latency)
-    work = request.out / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    shapes: dict[int, dict[str, tuple[int, ...]]] = {}
-    files: dict[int, tuple[Path, Path]] = {}
+    prep = _Prepared(ep, ctx, tuple(batches), {}, input_dim_labels(model.path), request.out / "work")
     with open_session(model.path, ExecutionProvider.CPU, Config(), model_info=model) as reference:
         for batch in batches:
             tell(f"fp32 reference on the CPU EP, batch {batch}", None)
-            inputs = make_inputs(model, InputSpec(batch=batch if open_leading else None))
+            inputs = make_inputs(model, spec(batch if open_leading else None))
             outputs = dict(zip(reference.output_names, reference.run(inputs.feeds), strict=True))
-            pair = (work / f"inputs-b{batch}.npz", work / f"reference-b{batch}.npz")
-            atomic_write(pair[0], lambda h, a=inputs.feeds: np.savez(h, **a))
-            atomic_write(pair[1], lambda h, a=outputs: np.savez(h, **a))
-            shapes[batch], files[batch] = dict(inputs.shapes), pair
-    return _Prepared(ep, ctx, tuple(batches), shapes, files, input_dim_labels(model.path), work)
+            prep.shapes[batch] = dict(inputs.shapes)
+            prep.arrays[batch] = (dict(inputs.feeds), outputs)
+    return prep
+
+
+def _write_work(prep: _Prepared) -> None:
+    """The inputs and reference outputs as the npz files the trial processes read."""
+    import numpy as np
+
+
+    prep.work.mkdir(parents=True, exist_ok=True)
+    for batch, (feeds, outputs) in prep.arrays.items():
+        pair = (prep.work / f"inputs-b{batch}.npz", prep.work / f"reference-b{batch}.npz")
+        atomic_write(pair[0], lambda h, a=feeds: np.savez(h, **a))
+        atomic_write(pair[1], lambda h, a=outputs: np.savez(h, **a))
+        prep.files[batch] = pair
+    prep.arrays.clear()
 
 
 # ------------------------------------------------------------------------------------------------ priors
@@ -349,56 +298,81 @@ def _default_host_limit() -> int | None:
 def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResult:
     """Search the levers for ``request.model``; write ortgpu.toml (+ model files) into ``request.out``.
 
-    Bad settings raise TuneInputError / ModelError (exit 2) before anything runs; an EP that cannot run here
-    raises ProviderUnavailableError (exit 3). Ctrl-C ends the search: the result then holds the trials that
-    finished, and the config is written from the best of them.
+    Bad settings raise TuneInputError / ModelError (exit 2) before anything runs and leave no folder behind; a
+    journal ``resume`` cannot read, or one holding what tune never writes, is TuneInputError too; an EP that
+    cannot run here raises ProviderUnavailableError (exit 3). Ctrl-C ends the search: the result then holds the
+    trials that finished (``stopped == "interrupted"``), and the config is written from the best of them.
+    Optuna's own log lines are kept quiet while it runs: every outcome is in the result.
     """
-    optuna = _import_optuna()
+    optuna = import_optuna()
+    with quiet_optuna(optuna):
+        return _run_tune(optuna, request, progress or _silent)
 
-    tell = progress or _silent
+
+def _make_out(request: TuneRequest) -> list[Path]:
+    """Create --out (and check a file can be made in it); the paths this tune created, to remove on failure."""
+
+    created = []
+    missing = [p for p in (request.out, *request.out.parents) if not os.path.lexists(p)]
+    try:
+        request.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TuneInputError(
+            f"--out {request.out}: cannot create it ({exc.strerror or exc})", "give a folder you can write to"
+        ) from None
+    if missing:
+        created.append(missing[-1])  # the topmost folder made: removing it removes the rest
+    check_writable_folder(request.out, "--out", TuneInputError)
+    return created
+
+
+def _clean_up(request: TuneRequest, created: list[Path]) -> None:
+    """After a new tune failed or was stopped before its first trial: remove what it made (never on --resume)."""
+
+    if request.resume:
+        return
+    for path in created:
+        shutil.rmtree(path, ignore_errors=True)
+    if not created:  # --out existed (empty): take out what this tune put in it
+        for name in ("work", "models", JOURNAL_NAME, JOURNAL_NAME + ".lock"):
+            target = request.out / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            elif os.path.lexists(target):
+                target.unlink()
+
+
+def _run_tune(optuna: Any, request: TuneRequest, tell: Progress) -> TuneResult:
+
     started = time.perf_counter()
     request.validate()
     model = inspect_model(request.model)
-    request.out.mkdir(parents=True, exist_ok=True)
     tell("preparing: fp32 reference outputs", 0.0)
     prep = _prepare(request, model, tell)
     journal = request.out / JOURNAL_NAME
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
-    direction = "maximize" if request.objective.maximize else "minimize"
     with warnings.catch_warnings():  # multivariate/group are marked experimental; they are what conditional spaces need
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.TPESampler(seed=request.seed, multivariate=True, group=True, n_startup_trials=4)
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=2)
-    identity = {
-        "model_sha256": model.sha256,
-        "ep": prep.ep.value,
-        "objective": request.objective.value,
-        "batches": list(prep.batches),
-    }
-    study = optuna.create_study(
-        study_name=_STUDY,
-        storage=storage,
-        sampler=sampler,
-        pruner=pruner,
-        direction=direction,
-        load_if_exists=request.resume,
-    )
+    identity = prep.identity(request, model.sha256)
+    created = _make_out(request)
+    try:
+        study = open_study(optuna, request, journal, sampler, pruner)
+        if request.resume:
+            check_identity(study, identity, request, journal)
+            check_trials(study, prep, journal)
+        else:
+            for key, value in identity.items():
+                study.set_user_attr(key, value)
+            for params in [defaults_for(prep.ctx), *(_priors(prep.ctx) if request.priors else [])]:
+                if len(prep.batches) > 1 and request.objective is Objective.THROUGHPUT:
+                    params = dict(params, batch=max(prep.batches))
+                study.enqueue_trial(params, skip_if_exists=True)
+        _write_work(prep)
+    except BaseException:  # bad input, a write error or Ctrl-C before the first trial: leave nothing half made
+        _clean_up(request, created)
+        raise
     resumed = len(study.trials)
-    if request.resume:
-        seen = {k: study.user_attrs.get(k) for k in identity}
-        if seen != identity:
-            raise TuneInputError(
-                f"--resume: the tune in {request.out} was for {seen}, not {identity}",
-                "resume with the same model, --ep, --objective and --batch, or give another --out",
-            )
-    else:
-        for key, value in identity.items():
-            study.set_user_attr(key, value)
-        for params in [defaults_for(prep.ctx), *(_priors(prep.ctx) if request.priors else [])]:
-            if len(prep.batches) > 1 and request.objective is Objective.THROUGHPUT:
-                params = dict(params, batch=max(prep.batches))
-            study.enqueue_trial(params, skip_if_exists=True)
     learned: dict[str, str] = {}
     measured: dict[str, dict[str, Any]] = {}
     variants: dict[str, Variant] = {}
@@ -496,13 +470,18 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResu
         measured[sig] = {**metrics, "value": value}
         return value
 
+    ended = 0  # trials ended in this run: with --trials, progress is the larger of the two shares
+
     def _fraction() -> float:
-        return min(1.0, (time.perf_counter() - started) / request.budget_s)
+        by_time = (time.perf_counter() - started) / request.budget_s
+        by_count = ended / request.max_trials if request.max_trials else 0.0
+        return min(1.0, max(by_time, by_count))
 
     stopped = ""
 
     def after_trial(study: Any, trial: Any) -> None:
-        nonlocal stopped
+        nonlocal stopped, ended
+        ended += 1
         status = trial.user_attrs.get("status", "?")
         value = trial.user_attrs.get("value")
         shown = f"{value:.4g} {request.objective.unit}" if isinstance(value, (int, float)) else status
@@ -557,16 +536,6 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneResu
         stopped=stopped,
         notes=tuple(f"{v.key}: {'; '.join(v.notes)}" for v in variants.values() if v.notes),
     )
-
-
-def _import_optuna() -> Any:
-    try:
-        import optuna
-    except ImportError:
-        raise EnvironmentUnfitError(
-            "ortgpu tune needs Optuna, which is not installed", "pip install 'ortgpu[tune]' (optuna, sympy)"
-        ) from None
-    return optuna
 
 
 def _short(params: Mapping[str, Any]) -> str:
