@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 
-
 def _find(settings: Iterable[Setting], name: str) -> Setting | None:
     return next((s for s in settings if s.name == name), None)
 

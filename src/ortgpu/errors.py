@@ -22,7 +22,7 @@ def quoted(value: object, limit: int = 60) -> str:
     if len(text) <= limit:
         return text
     keep = max(limit - 24, 8)
-    return f"{text[: keep // 2]}…{text[-(keep - keep // 2):]} ({len(str(value)):,} characters)"
+    return f"{text[: keep // 2]}…{text[-(keep - keep // 2) :]} ({len(str(value)):,} characters)"
 
 
 class ExitCode(IntEnum):

@@ -401,6 +401,7 @@ def options_for(ep: ExecutionProvider) -> tuple[Setting, ...]:
     """The provider options ortgpu knows for ``ep`` (the CPU EP takes none)."""
     return EPSECTIONS[ep]
 
+
 # ---------------------------------------------------------------------------------------------------------------
 # docs/config.md, generated from the declarations
 # ---------------------------------------------------------------------------------------------------------------

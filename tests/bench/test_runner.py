@@ -232,7 +232,7 @@ def test_against_defaults_benches_ort_defaults_too_and_gives_the_speedup(tiny_mo
     assert result.defaults is not None
     assert [c.mode for c in result.defaults.cases] == [BenchMode.RUN]
     assert result.defaults.settings.config is None
-    (label, speedup), = result.speedups_over_defaults().items()
+    ((label, speedup),) = result.speedups_over_defaults().items()
     base = result.defaults.cases[0].stats.p50_ms
     assert label == "cpu/iobinding batch 1" and speedup == pytest.approx(base / result.cases[0].stats.p50_ms)
 

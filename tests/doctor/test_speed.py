@@ -79,15 +79,23 @@ def test_cudnn_preloaded_from_pip_settles_which_cudnn_so_the_add_session_is_enou
     calls: list[dict] = []
     probes = machine.probes(load=_recording(calls), environ={"LD_LIBRARY_PATH": f"{machine.lib}:{other}"})
     report = diagnose(probes=probes)
-    assert report.cuda_preload is not None and any(f.name == "lib" and f.parent.name == "cudnn"
-                                                   for f in report.cuda_preload.folders)
+    assert report.cuda_preload is not None and any(
+        f.name == "lib" and f.parent.name == "cudnn" for f in report.cuda_preload.folders
+    )
     assert [c["conv"] for c in calls] == [False]
 
 
 def test_the_report_times_every_probe(tmp_path: Path) -> None:
     report = diagnose(probes=_machine(tmp_path).probes(load=_recording([], delay_s=0.2)))
-    for probe in ("distributions", "onnxruntime import", "NVML driver query", "loader environment",
-                  "provider libraries", "kernel archs (fatbin headers)", "load attempt (child)"):
+    for probe in (
+        "distributions",
+        "onnxruntime import",
+        "NVML driver query",
+        "loader environment",
+        "provider libraries",
+        "kernel archs (fatbin headers)",
+        "load attempt (child)",
+    ):
         assert probe in report.timings, report.timings
     assert report.timings["load attempt (child)"] >= 0.2
     assert all(seconds >= 0 for seconds in report.timings.values())

@@ -90,8 +90,9 @@ def test_read_ahead_keeps_outputs_order_and_reports_stage_times(demo_model: Path
     inputs = make_images(tmp_path / "in", 14)
     order: list[int] = []
     result = run_infer(
-        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
-                     batch=2),
+        InferRequest(
+            demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"), batch=2
+        ),
         events=PoolEvents(dispatching=lambda index, worker, pid: order.append(index)),
     )
     assert result.complete and result.written == 14 and result.tasks == 7
@@ -117,8 +118,9 @@ def test_a_worker_killed_while_reading_ahead_loses_and_doubles_nothing(
             killed.append(pid)
 
     result = run_infer(
-        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
-                     batch=2),
+        InferRequest(
+            demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"), batch=2
+        ),
         events=PoolEvents(dispatching=dispatching),
     )
     assert killed and result.replaced == 1 and result.retried >= 1
@@ -128,7 +130,8 @@ def test_a_worker_killed_while_reading_ahead_loses_and_doubles_nothing(
     assert manifest["counts"] == {"items": 16, "done": 16, "bad": 0, "rows": 16}
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
     again = run_infer(
-        InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"),
-                     batch=2)
+        InferRequest(
+            demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CPU, devices=parse_devices("cpu:1"), batch=2
+        )
     )
     assert again.verified == 16 and again.written == 0 and again.tasks == 0  # idempotent re-run

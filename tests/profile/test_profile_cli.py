@@ -98,9 +98,7 @@ def test_help_does_not_load_heavy_libraries() -> None:
 def test_compare_a_tuned_config_runs_both_on_its_inputs(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The documented use: `profile MODEL --compare tuned/ortgpu.toml`. tune pins the batch (free dims, [inputs]);
     the defaults side ran at batch 1 and the tuned side was refused by ORT ("Got: 1 Expected: 4")."""
-    (workdir / "tuned.toml").write_text(
-        '[session]\nfree_dims = { batch = 4 }\n[inputs]\nshapes = { x = "4x256" }\n'
-    )
+    (workdir / "tuned.toml").write_text('[session]\nfree_dims = { batch = 4 }\n[inputs]\nshapes = { x = "4x256" }\n')
     args = ["profile", "heavy.onnx", "--ep", "cpu", "--runs", "2", "--compare", "tuned.toml", "--json"]
     assert main(args) == 0, capsys.readouterr().err
     runs = json.loads(capsys.readouterr().out)["result"]["runs"]

@@ -179,6 +179,7 @@ class IoBindingMode(ModeRunner):
 
     def _prepare(self) -> Callable[[], Any]:
         import numpy as np
+
         ort = import_onnxruntime()
 
         self._inputs = {
@@ -250,6 +251,7 @@ class CudaGraphMode(IoBindingMode):
 
     def _bind_outputs(self, binding: Any) -> None:
         import numpy as np
+
         ort = import_onnxruntime()
 
         specs = self.output_specs or {}

@@ -98,9 +98,7 @@ def _timed_chunk(step: Callable[[], Any], out: list[int], start: int, count: int
 _CPU_SLICES = 8  # process CPU time is read this many times per chunk, between runs (never inside a timed run)
 
 
-def _timed_slices(
-    step: Callable[[], Any], out: list[int], start: int, count: int, cpu: list[tuple[int, int]]
-) -> None:
+def _timed_slices(step: Callable[[], Any], out: list[int], start: int, count: int, cpu: list[tuple[int, int]]) -> None:
     """``_timed_chunk`` in a few slices, appending (runs, process CPU ns) per slice to ``cpu``."""
     size = max(1, math.ceil(count / _CPU_SLICES))
     for first in range(0, count, size):
@@ -554,9 +552,7 @@ def _measure_through_wheel(
                 case, stopped = _run_case(request, plan, by_batch[plan.batch], model, pool, report)
             except KeyboardInterrupt:
                 stopped = True
-                case = make_case(
-                    plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session"
-                )
+                case = make_case(plan, CaseStatus.INTERRUPTED, by_batch[plan.batch], reason="while opening its session")
             cases.append(case)
             if stopped:
                 interrupted = True

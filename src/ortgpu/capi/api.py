@@ -28,8 +28,6 @@ MIN_API_VERSION = 11  # the V2 CUDA / TensorRT provider-option objects (slots 17
 TARGET_API_VERSION = 15  # the newest slot we call (GetBuildInfoString) is from C API 15
 
 
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Enums of the C API (values are the C enum values)
 

@@ -91,11 +91,10 @@ __all__ = [
     "negotiate_api_version",
 ]
 
+
 def _ortchar(path: str | os.PathLike[str]) -> str | bytes:
     """A path as ORTCHAR_T* wants it: UTF-16 on Windows (c_wchar_p), the file-system bytes elsewhere."""
     return str(path) if IS_WINDOWS else os.fsencode(path)
-
-
 
 
 # ---------------------------------------------------------------------------------------------------------------

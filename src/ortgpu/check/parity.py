@@ -152,9 +152,11 @@ class OutputParity:
         special = (
             f" ({self.nonfinite_mismatches} where NaN/Inf meets another value)" if self.nonfinite_mismatches else ""
         )
-        in_sample = f" (worst of {self.samples} samples: {self.sample}, {self.samples_failed} failed)" if (
-            self.samples > 1
-        ) else ""
+        in_sample = (
+            f" (worst of {self.samples} samples: {self.sample}, {self.samples_failed} failed)"
+            if (self.samples > 1)
+            else ""
+        )
         passing = ""
         if self.min_atol is not None and not self.nonfinite_mismatches:
             rtol_text = "none" if self.min_rtol is None else f"{self.min_rtol:.3g}"

@@ -410,8 +410,7 @@ def _compare_samples(
         return per_sample[0]
     labels = dataset.labels
     return tuple(
-        worst_sample([(labels[i], sample[k]) for i, sample in enumerate(per_sample)])
-        for k in range(len(per_sample[0]))
+        worst_sample([(labels[i], sample[k]) for i, sample in enumerate(per_sample)]) for k in range(len(per_sample[0]))
     )
 
 

@@ -135,6 +135,5 @@ def run() -> None:
     try:
         sys.stdout.flush()
     except OSError:  # a closed pipe or a full disk at the very end: already reported, nothing more to say
-
         silence_stdout()
     sys.exit(code)

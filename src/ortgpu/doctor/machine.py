@@ -59,6 +59,7 @@ from ortgpu.versions import version_tuple
 
 __all__ = ["DoctorReport", "MappedLibrary", "OrtBuild", "Probes", "ProviderLibrary", "diagnose", "query_ort"]
 
+
 @dataclass(frozen=True)
 class Probes:
     """Every input of the diagnosis, replaceable so tests can simulate any machine."""
@@ -213,7 +214,14 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
             early_key = (_calls(early_plan), early_session, _cudnn_needs_a_look(early_cuda, early_plan))
             report("loading the CUDA provider in a child process", 0.45)
             early = pool.submit(
-                timed, "load attempt (child)", _load_attempt, early_cuda, early_plan, probes, environ, early_session,
+                timed,
+                "load attempt (child)",
+                _load_attempt,
+                early_cuda,
+                early_plan,
+                probes,
+                environ,
+                early_session,
                 conv=early_key[2],
             )
         ort = timed.wait("onnxruntime import", ort_future)
@@ -254,8 +262,9 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
             first = None
         attempt = first
         if attempt is None and cuda_lib is not None:
-            attempt = timed("load attempt (second child)", _load_attempt, cuda_lib, plan, probes, environ, gpu_usable,
-                            conv=conv)
+            attempt = timed(
+                "load attempt (second child)", _load_attempt, cuda_lib, plan, probes, environ, gpu_usable, conv=conv
+            )
         checks.add(loading.load_check(cuda_lib, attempt, None, gpu_usable))
     mapped = timed("mapped files", _mapped, attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
     if mapped:

@@ -110,7 +110,6 @@ def _host_description() -> str:
     return f"{platform_module.system().lower()} {platform_module.machine()}"
 
 
-
 # --- checks -------------------------------------------------------------------------------------------------------
 
 

@@ -135,9 +135,7 @@ def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -
     first = matches[0]
     first_line = line_of(first.start())
     last_line = line_of(max(first.end() - 1, first.start()))
-    covered = sorted(
-        {i for m in matches for i in range(line_of(m.start()), line_of(max(m.end() - 1, m.start())) + 1)}
-    )
+    covered = sorted({i for m in matches for i in range(line_of(m.start()), line_of(max(m.end() - 1, m.start())) + 1)})
     return Hit(
         entry=entry,
         position=paste.starts[first_line] if glued is not None else first.start(),

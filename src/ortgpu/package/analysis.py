@@ -362,5 +362,3 @@ def _version(
     values = {value for _, value in candidates}
     note = f"the version sources disagree: {'; '.join(evidence)}" if len(values) > 1 else None
     return candidates[0][1], evidence, note
-
-

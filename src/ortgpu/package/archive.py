@@ -99,7 +99,10 @@ class OpenedPackage:
         """A small text member (VERSION_NUMBER, METADATA ...), read no further than PACKAGE_TEXT_LIMIT."""
 
         data = read_input_bytes(
-            self.files[member], PACKAGE_TEXT_LIMIT, "check the package", error=PackageError,
+            self.files[member],
+            PACKAGE_TEXT_LIMIT,
+            "check the package",
+            error=PackageError,
             shown=f"{member} in {self.source}",
         )
         return data.decode("utf-8", errors="replace")

@@ -1,4 +1,5 @@
 """The tune's Optuna journal: opened or resumed, checked as the untrusted file it is (identity, every trial)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,10 +24,6 @@ _STUDY = "ortgpu-tune"
 
 
 _NEW_TUNE_HINT = "start a new tune in another --out (the journal was left as it is)"
-
-
-
-
 
 
 @contextlib.contextmanager
@@ -159,4 +156,3 @@ def import_optuna() -> Any:
             "ortgpu tune needs Optuna, which is not installed", "pip install 'ortgpu[tune]' (optuna, sympy)"
         ) from None
     return optuna
-

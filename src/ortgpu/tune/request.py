@@ -1,4 +1,5 @@
 """What a tune is asked to do (`TuneRequest`), its flag-free parsers and its input error."""
+
 from __future__ import annotations
 
 import math

@@ -55,8 +55,6 @@ __all__ = ["JOURNAL_NAME", "Progress", "TuneInputError", "TuneRequest", "parse_b
 Progress = Callable[[str, "float | None"], None]
 
 
-
-
 def _silent(message: str, fraction: float | None = None) -> None:
     """The progress callback used when the caller gives none."""
 
@@ -136,7 +134,6 @@ def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
 def _write_work(prep: _Prepared) -> None:
     """The inputs and reference outputs as the npz files the trial processes read."""
     import numpy as np
-
 
     prep.work.mkdir(parents=True, exist_ok=True)
     for batch, (feeds, outputs) in prep.arrays.items():

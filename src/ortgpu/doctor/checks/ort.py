@@ -252,7 +252,9 @@ def provider_check(
                     title,
                     Status.WARN,
                     evidence + ": " + "; ".join(_need_text(n) for n in blocking),
-                    cause=cause + "; ortgpu loads them first with " + "; ".join(preload.texts())
+                    cause=cause
+                    + "; ortgpu loads them first with "
+                    + "; ".join(preload.texts())
                     + " (ortgpu.load, check, bench), so only code of your own needs that call",
                     fix=library_fix(blocking, **fix_args),
                     details=details,

@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 
-
 # Check ids: "windows.*" for doctor, "host.*" for doctor --package (as the Linux host checks are named).
 @dataclass(frozen=True)
 class _Ids:
