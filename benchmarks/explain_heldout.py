@@ -59,9 +59,9 @@ def evaluate(pastes: list[dict]) -> list[dict]:
     return rows
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[dict], splits: tuple[str, ...] = ("dev", "heldout")) -> dict:
     out: dict = {}
-    for split in ("dev", "heldout"):
+    for split in splits:
         part = [r for r in rows if r["split"] == split]
         right = sum(r["correct"] for r in part)
         by_class: dict[str, list[int]] = {}

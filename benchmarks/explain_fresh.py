@@ -1,0 +1,128 @@
+"""Accuracy of `ortgpu explain` on a second, fresh set of real pastes: labelled before any run, no code changed.
+
+The pastes, their sources and the expected diagnoses are in benchmarks/data/explain_pastes_fresh.json. Scoring is the
+held-out benchmark's own (benchmarks/explain_heldout.py): a paste counts as diagnosed when explain's top match is one of
+its expected entries.
+
+    python benchmarks/explain_fresh.py --out benchmarks/results --stamp 2026-12-01
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from explain_heldout import evaluate, summarise
+
+from ortgpu import __version__
+from ortgpu.explain import explain
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "explain_pastes_fresh.json"
+SPLIT = "fresh"
+
+
+def _said(text: str) -> dict:
+    """What explain told the user for one paste: verdict, summary and the matches with their titles."""
+    result = explain(text)
+    return {
+        "verdict": result.verdict.value,
+        "summary": result.summary,
+        "matches": [{"id": m.id, "title": m.title, "matched_by": m.matched_by} for m in result.matches],
+    }
+
+
+def _markdown(doc: dict) -> str:
+    s = doc["summary"][SPLIT]
+    lines = [
+        "# `ortgpu explain` on a fresh set of real pastes (second measurement)",
+        "",
+        f"Command: `{doc['command']}`  ",
+        f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: `benchmarks/data/explain_pastes_fresh.json` "
+        f"({s['n']} pastes from {doc['projects']} projects).",
+        "",
+        *[f"- {note}" for note in doc["notes"]],
+        "",
+        "| set | pastes | diagnosed | accuracy | not recognised |",
+        "|---|---|---|---|---|",
+        f"| fresh | {s['n']} | {s['correct']} | {s['accuracy']:.1%} | {s['not_recognised']} |",
+    ]
+    amb = doc["summary"]["unambiguous"]
+    lines.append(f"| fresh, labels not marked AMBIGUOUS | {amb['n']} | {amb['correct']} | {amb['accuracy']:.1%} | |")
+    lines += ["", "By class:", "", "| class | diagnosed / pastes |", "|---|---|"]
+    for cls, v in s["by_class"].items():
+        lines.append(f"| {cls} | {v['correct']} / {v['n']} |")
+    misses = [r for r in doc["rows"] if not r["correct"]]
+    lines += ["", f"Misses ({len(misses)}):", ""]
+    for r in misses:
+        said = r["said"]
+        top = said["matches"][0] if said["matches"] else None
+        got = f"{top['id']} ({top['title']})" if top else "nothing (not recognised)"
+        lines.append(
+            f"- **{r['id']}** [{r['class']}] {r['source']} — expected {', '.join(r['expected'])}; "
+            f"explain said: verdict `{said['verdict']}`, top {got}; all: {', '.join(r['all']) or '-'}."
+        )
+        if r["note"]:
+            lines.append(f"  Label note: {r['note']}")
+    lines += ["", "Every paste:", "", "| id | class | expected | got | ok |", "|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        ok = "yes" if r["correct"] else "NO"
+        lines.append(f"| {r['id']} | {r['class']} | {', '.join(r['expected'])} | {r['got']} | {ok} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="the labelled pastes (JSON, the held-out set's schema)")
+    parser.add_argument("--out", type=Path, help="folder for <stamp>-cpu-explain-fresh.json and .md")
+    parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
+    parser.add_argument("--note", action="append", default=[], help="a line for the record's notes (repeatable)")
+    args = parser.parse_args(argv)
+
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    pastes = data["pastes"]
+    rows = evaluate(pastes)
+    by_id = {p["id"]: p for p in pastes}
+    for r in rows:
+        r["note"] = by_id[r["id"]].get("note", "")
+        r["said"] = _said(by_id[r["id"]]["text"])
+    summary = summarise(rows, splits=(SPLIT,))
+    clear = [r for r in rows if "AMBIGUOUS" not in r["note"]]
+    right = sum(r["correct"] for r in clear)
+    summary["unambiguous"] = {
+        "n": len(clear),
+        "correct": right,
+        "accuracy": round(right / len(clear), 4) if clear else None,
+    }
+    for r in rows:
+        mark = "ok  " if r["correct"] else "MISS"
+        print(f"{mark} {r['id']} {r['class']:<14} expected {','.join(r['expected']):<22} got {r['got']}")
+    p = summary[SPLIT]
+    print(f"{SPLIT}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
+    u = summary["unambiguous"]
+    print(f"labels not marked AMBIGUOUS: {u['correct']}/{u['n']} = {u['accuracy']:.1%}")
+    if args.out:
+        doc = {
+            "schema": "ortgpu.bench-explain-fresh/v1",
+            "command": "python benchmarks/explain_fresh.py --out benchmarks/results",
+            "ortgpu_version": __version__,
+            "python": platform.python_version(),
+            "projects": len({p["project"] for p in pastes}),
+            "summary": summary,
+            "notes": args.note,
+            "rows": rows,
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        base = args.out / f"{args.stamp}-cpu-explain-fresh"
+        base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        print(f"wrote {base}.json and .md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
