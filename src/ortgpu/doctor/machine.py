@@ -26,7 +26,7 @@ from ortgpu.doctor.checks import host, loading
 from ortgpu.doctor.checks import ort as ort_checks
 from ortgpu.doctor.checks.facts import MappedLibrary, OrtBuild, ProviderLibrary
 from ortgpu.doctor.checks.windows import diagnose_windows
-from ortgpu.doctor.cuda_fixes import component_of
+from ortgpu.doctor.mapped import mapped_libraries
 from ortgpu.doctor.timing import ProbeTimer
 from ortgpu.doctor.verdict import Check, root_cause
 from ortgpu.errors import ExitCode
@@ -266,7 +266,9 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
                 "load attempt (second child)", _load_attempt, cuda_lib, plan, probes, environ, gpu_usable, conv=conv
             )
         checks.add(loading.load_check(cuda_lib, attempt, None, gpu_usable))
-    mapped = timed("mapped files", _mapped, attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
+    mapped = (
+        timed("mapped files", mapped_libraries, attempt, providers, loader_env, plan) if attempt and attempt.ok else ()
+    )
     if mapped:
         checks.add(loading.mapped_check(mapped))
 
@@ -556,59 +558,6 @@ def _cudnn_needs_a_look(cuda_lib: ProviderLibrary, plan: PreloadPlan | None) -> 
         if any(c.source is not Source.NVIDIA_PIP for c in need.also_at):
             return True
     return False
-
-
-def _origin(path: Path, pip_dirs: Sequence[Path]) -> str:
-    text = str(path)
-    if "libcuda.so" in path.name or "libnvidia-ml" in path.name:
-        return "driver"
-    if path.name.startswith("libonnxruntime"):
-        return "ORT package"
-    if any(str(d) in text for d in pip_dirs) or "/site-packages/nvidia/" in text or "/dist-packages/nvidia/" in text:
-        return "pip package"
-    return "system"
-
-
-_WHY = {
-    Source.RPATH: "found through the requesting library's DT_RPATH",
-    Source.LD_LIBRARY_PATH: "LD_LIBRARY_PATH is searched before ld.so.cache",
-    Source.RUNPATH: "found through the requesting library's DT_RUNPATH",
-    Source.LD_SO_CACHE: "listed in /etc/ld.so.cache (ldconfig)",
-    Source.DEFAULT_DIR: "in a default library directory",
-    Source.PATH: "loaded by full path",
-    Source.NVIDIA_PIP: "loaded by full path from the pip package (onnxruntime.preload_dlls() or torch)",
-}
-
-
-def _mapped(
-    attempt: LoadAttempt, providers: Sequence[ProviderLibrary], env: LoaderEnv | None, plan: PreloadPlan | None = None
-) -> tuple[MappedLibrary, ...]:
-    pip_dirs = env.pip_dirs if env else ()
-    by_real: dict[Path, LibraryResolution] = {}
-    for provider in providers:
-        for need in provider.needs:
-            for candidate in ([need.path] if need.path else []) + [c.path for c in need.also_at]:
-                by_real.setdefault(candidate.resolve(), need)
-    out = []
-    for path in attempt.mapped:
-        if path.name.startswith("libonnxruntime"):
-            continue
-        need = by_real.get(path.resolve())
-        if attempt.preload_calls and plan is not None and plan.covers(path):
-            why = f"loaded by full path by onnxruntime.preload_dlls() from {path.parent}, before the provider asked"
-            if need is not None and need.path is not None and need.path.resolve() != path.resolve():
-                why += f"; without it the loader would pick {need.path}"
-        elif need is None:
-            why = "opened at run time by another CUDA library (not predicted by the static search)"
-        elif need.path is not None and need.path.resolve() == path.resolve():
-            why = _WHY.get(need.source, "found by the loader") if need.source else "found by the loader"
-            if need.also_at:
-                first = need.also_at[0]
-                why += f"; the copy at {first.path} ({first.source.value}) is not used"
-        else:
-            why = "loaded before the loader's search reached its first candidate (preloaded or LD_PRELOAD)"
-        out.append(MappedLibrary(path, component_of(path.name), _origin(path, pip_dirs), why))
-    return tuple(out)
 
 
 def _resolve_libcuda(cuda_lib: ProviderLibrary | None, env: LoaderEnv) -> LibraryResolution:
