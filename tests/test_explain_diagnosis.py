@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ortgpu.explain import ExplainInputError, Verdict, explain
+from ortgpu.explain import ExplainInputError, PasteKind, explain
 from ortgpu.results import envelope
 
 LINUX_CUBLAS11 = (
@@ -27,7 +27,7 @@ WINDOWS_126 = (
 
 def test_cuda11_library_missing_names_the_library_and_cuda_11() -> None:
     result = explain("libcublasLt.so.11: cannot open shared object file: No such file or directory")
-    assert result.verdict is Verdict.GPU_PROBLEM and result.recognised
+    assert result.verdict is PasteKind.GPU_PROBLEM and result.recognised
     top = result.matches[0]
     assert top.id == "FM-08"
     assert top.library == "libcublasLt.so.11"
@@ -135,7 +135,7 @@ def test_ort_version_in_the_paste_brings_the_matrix_row() -> None:
 )
 def test_model_and_input_errors_are_not_gpu(text: str, top: str) -> None:
     result = explain(text)
-    assert result.verdict is Verdict.NOT_GPU and result.recognised
+    assert result.verdict is PasteKind.NOT_GPU and result.recognised
     assert result.matches[0].id == top
     assert "Not a GPU setup problem" in result.summary
     assert all(m.family.value == "not_gpu" for m in result.matches)
@@ -155,7 +155,7 @@ def test_mixed_paste_puts_the_gpu_problem_first_and_mentions_the_model_error() -
         "Got invalid dimensions for input: x for the following indices"
     )
     result = explain(text)
-    assert result.verdict is Verdict.GPU_PROBLEM
+    assert result.verdict is PasteKind.GPU_PROBLEM
     assert [m.id for m in result.matches] == ["FM-33", "NG-01"]
     assert "model/input error" in result.summary
 
@@ -165,13 +165,13 @@ def test_benign_warning() -> None:
         "Some nodes were not assigned to the preferred execution providers which may or may not have an negative "
         "impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve perf."
     )
-    assert result.verdict is Verdict.BENIGN and result.recognised
+    assert result.verdict is PasteKind.BENIGN and result.recognised
     assert "Nothing to fix" in result.summary
 
 
 def test_unrecognised_text_points_to_doctor() -> None:
     result = explain("something odd happened on my machine yesterday")
-    assert result.verdict is Verdict.NOT_RECOGNISED and not result.recognised
+    assert result.verdict is PasteKind.NOT_RECOGNISED and not result.recognised
     assert result.matches == ()
     assert "ortgpu doctor" in result.next_step
 

@@ -14,7 +14,7 @@ from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, 
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
 from ortgpu.knowledge.signals import FUSED_OPS
 
-__all__ = ["ExplainInputError", "ExplainResult", "Match", "RelatedEntry", "Verdict", "explain"]
+__all__ = ["ExplainInputError", "ExplainResult", "Match", "PasteKind", "RelatedEntry", "explain"]
 
 MAX_TEXT_CHARS = 1_000_000  # a log bigger than this is not a paste; refuse rather than crawl
 
@@ -23,7 +23,7 @@ class ExplainInputError(BadInputError):
     """The text to explain is empty or unusable."""
 
 
-class Verdict(Enum):
+class PasteKind(Enum):
     """What kind of message the paste is, decided by its best match."""
 
     GPU_PROBLEM = "gpu_problem"  # a GPU / CUDA / driver / ORT-install problem with a fix
@@ -65,7 +65,7 @@ class Match:
 class ExplainResult:
     """The diagnosis of one paste."""
 
-    verdict: Verdict
+    verdict: PasteKind
     recognised: bool
     summary: str
     matches: tuple[Match, ...]
@@ -99,7 +99,7 @@ def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
     verdict = _verdict(hits)
     return ExplainResult(
         verdict=verdict,
-        recognised=verdict is not Verdict.NOT_RECOGNISED,
+        recognised=verdict is not PasteKind.NOT_RECOGNISED,
         summary=_summary(verdict, matches),
         matches=matches,
         facts=facts,
@@ -109,44 +109,44 @@ def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
     )
 
 
-def _verdict(hits: tuple[Hit, ...]) -> Verdict:
+def _verdict(hits: tuple[Hit, ...]) -> PasteKind:
     if not hits:
-        return Verdict.NOT_RECOGNISED
+        return PasteKind.NOT_RECOGNISED
     top = hits[0].entry
     if top.family is Family.NOT_GPU:
-        return Verdict.NOT_GPU
+        return PasteKind.NOT_GPU
     if top.severity is Severity.INFO:
-        return Verdict.BENIGN
-    return Verdict.GPU_PROBLEM
+        return PasteKind.BENIGN
+    return PasteKind.GPU_PROBLEM
 
 
-def _summary(verdict: Verdict, matches: tuple[Match, ...]) -> str:
-    if verdict is Verdict.NOT_RECOGNISED:
+def _summary(verdict: PasteKind, matches: tuple[Match, ...]) -> str:
+    if verdict is PasteKind.NOT_RECOGNISED:
         return "Not recognised: this message is not in ortgpu's knowledge base."
     top = matches[0]
     what = f"{top.id} {top.title}" + (f" [{top.library}]" if top.library else "")
     others = {m.family is Family.NOT_GPU for m in matches[1:]} - {top.family is Family.NOT_GPU}
     tail = ""
-    if verdict is Verdict.GPU_PROBLEM and others:
+    if verdict is PasteKind.GPU_PROBLEM and others:
         tail = " The paste also shows a model/input error (not GPU-related), listed below."
-    elif verdict is Verdict.NOT_GPU and any(
+    elif verdict is PasteKind.NOT_GPU and any(
         m.severity is not Severity.INFO for m in matches if m.family is not Family.NOT_GPU
     ):
         tail = " The paste also shows a GPU problem, listed below."
-    if verdict is Verdict.NOT_GPU:
+    if verdict is PasteKind.NOT_GPU:
         return f"Not a GPU setup problem — a model/input error: {what}.{tail}"
-    if verdict is Verdict.BENIGN:
+    if verdict is PasteKind.BENIGN:
         return f"Benign: {what}. Nothing to fix."
     return f"GPU problem: {what}.{tail}"
 
 
-def _next_step(verdict: Verdict) -> str:
+def _next_step(verdict: PasteKind) -> str:
     return {
-        Verdict.GPU_PROBLEM: "Run `ortgpu doctor` on the machine where it failed: it confirms which library, driver "
+        PasteKind.GPU_PROBLEM: "Run `ortgpu doctor` on the machine where it failed: it confirms which library, driver "
         "or package is at fault there.",
-        Verdict.NOT_GPU: "Fix the model or the inputs you feed; the GPU setup is not what failed here.",
-        Verdict.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
-        Verdict.NOT_RECOGNISED: "Run `ortgpu doctor` on the machine where it failed: it checks the installed ORT, "
+        PasteKind.NOT_GPU: "Fix the model or the inputs you feed; the GPU setup is not what failed here.",
+        PasteKind.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
+        PasteKind.NOT_RECOGNISED: "Run `ortgpu doctor` on the machine where it failed: it checks the installed ORT, "
         "the CUDA/cuDNN libraries the provider needs, the driver and the GPU, and names the cause.",
     }[verdict]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ortgpu.bench.archive import BaselineError, compare_to_baseline, load_result, save_result
-from ortgpu.bench.result import Verdict
+from ortgpu.bench.result import BaselineVerdict
 from ortgpu.errors import ExitCode
 
 
@@ -49,7 +49,7 @@ def test_regression_beyond_threshold_and_spread(tmp_path: Path, make_result) -> 
     now = make_result([("cuda", "run", 1, 1.25, 0.01), ("cuda", "run", 8, 4.02, 0.01)])
     comparison = compare_to_baseline(now, base, tmp_path / "base.json", 0.10)
     verdicts = {c.key.batch: c.verdict for c in comparison.cases}
-    assert verdicts == {1: Verdict.REGRESSED, 8: Verdict.SAME}
+    assert verdicts == {1: BaselineVerdict.REGRESSED, 8: BaselineVerdict.SAME}
     assert comparison.regressed
     regressed = next(c for c in comparison.cases if c.key.batch == 1)
     assert regressed.p50_delta == pytest.approx(0.25, abs=0.02)
@@ -60,7 +60,7 @@ def test_a_noisy_baseline_does_not_fail_on_its_own_noise(tmp_path: Path, make_re
     base = make_result([("cpu", "run", 1, 1.0, 0.9)], seed=1, timeline=True)  # std ~0.5 ms around 1 ms
     now = make_result([("cpu", "run", 1, 1.0, 0.9)], seed=2, timeline=True)  # the same, drawn again
     comparison = compare_to_baseline(now, base, tmp_path / "base.json", 0.10)
-    assert comparison.cases[0].verdict is Verdict.SAME
+    assert comparison.cases[0].verdict is BaselineVerdict.SAME
     assert not comparison.regressed
 
 
@@ -68,7 +68,7 @@ def test_improvement_and_unmatched_cases(tmp_path: Path, make_result) -> None:
     base = make_result([("cuda", "run", 1, 2.0, 0.01), ("cuda", "run", 32, 9.0, 0.01)])
     now = make_result([("cuda", "run", 1, 1.0, 0.01), ("cuda", "iobinding", 1, 0.9, 0.01)])
     comparison = compare_to_baseline(now, base, tmp_path / "base.json", 0.10)
-    assert [c.verdict for c in comparison.cases] == [Verdict.IMPROVED]
+    assert [c.verdict for c in comparison.cases] == [BaselineVerdict.IMPROVED]
     assert comparison.only_in_run == ("cuda/iobinding batch 1",)
     assert comparison.only_in_baseline == ("cuda/run batch 32",)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ortgpu.bench.archive import compare_to_baseline, confirm_regressions, load_result, save_result
-from ortgpu.bench.result import Verdict
+from ortgpu.bench.result import BaselineVerdict
 from ortgpu.bench.stats import MIN_SAMPLES, kept_latencies, shift_test
 
 
@@ -50,9 +50,9 @@ def test_gate_on_kept_latencies(tmp_path: Path, make_result) -> None:
     now = _with_latencies(make_result(rows), {1: 1.0, 8: 1.25}, seed=20)
     comparison = compare_to_baseline(now, base, tmp_path / "b.json", 0.10)
     by_batch = {c.key.batch: c for c in comparison.cases}
-    assert by_batch[1].verdict is Verdict.SAME and by_batch[1].method == "samples"
+    assert by_batch[1].verdict is BaselineVerdict.SAME and by_batch[1].method == "samples"
     slow = by_batch[8]
-    assert slow.verdict is Verdict.REGRESSED and slow.confidence is not None and slow.confidence > 0.9
+    assert slow.verdict is BaselineVerdict.REGRESSED and slow.confidence is not None and slow.confidence > 0.9
     assert slow.p_value is not None and slow.p_value < 0.01 and slow.shift_ci is not None
     assert "Mann-Whitney" in slow.reasons[0]
 
@@ -66,7 +66,7 @@ def test_a_case_that_flips_on_a_re_measure_is_not_counted(tmp_path: Path, make_r
     assert first.regressed
     final = confirm_regressions(first, {c.key: c for c in calm.cases}, base)
     assert not final.regressed
-    assert final.cases[0].verdict is Verdict.SAME and "flipped" in final.cases[0].reasons[-1]
+    assert final.cases[0].verdict is BaselineVerdict.SAME and "flipped" in final.cases[0].reasons[-1]
     assert len(final.cases[0].remeasured) == 1
     still_slow = _with_latencies(make_result(rows), {1: 1.4}, seed=40)
     confirmed = confirm_regressions(first, {c.key: c for c in still_slow.cases}, base)
@@ -84,7 +84,7 @@ def test_a_baseline_saved_before_latencies_were_kept_still_works(tmp_path: Path,
     old = load_result(path)
     now = make_result([("cpu", "run", 1, 5.0, 0.4)])  # +25%, well over the old file's spread
     compared = compare_to_baseline(now, old, path, 0.10).cases[0]
-    assert compared.verdict is Verdict.REGRESSED and compared.method == "none" and compared.confidence is None
+    assert compared.verdict is BaselineVerdict.REGRESSED and compared.method == "none" and compared.confidence is None
     assert any("threshold and spread only" in r for r in compared.reasons)
 
 
@@ -92,7 +92,7 @@ def test_quantiles_of_an_older_file_are_tested_on(tmp_path: Path, make_result) -
     base = make_result([("cpu", "run", 1, 4.0, 0.4)])  # percentiles kept, no samples
     now = make_result([("cpu", "run", 1, 5.0, 0.4)], seed=3)
     compared = compare_to_baseline(now, base, tmp_path / "b.json", 0.10).cases[0]
-    assert compared.method == "quantiles" and compared.verdict is Verdict.REGRESSED
+    assert compared.method == "quantiles" and compared.verdict is BaselineVerdict.REGRESSED
     assert any("101 percentiles" in r for r in compared.reasons)
 
 
@@ -123,7 +123,7 @@ def test_on_the_cpu_ep_a_busy_machine_is_not_a_regression(tmp_path: Path, make_r
     base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
     busy = _with_cpu(make_result(rows), 1.4, 1.01, seed=2, share=0.6)  # wall +40%, the same CPU per run
     compared = compare_to_baseline(busy, base, tmp_path / "b.json", 0.10).cases[0]
-    assert compared.verdict is Verdict.SAME and compared.method == "cpu time"
+    assert compared.verdict is BaselineVerdict.SAME and compared.method == "cpu time"
     assert compared.shift is not None and compared.shift > 0.3  # the wall clock alone would have failed it
     assert any("the machine was busy" in r for r in compared.reasons)
     assert compared.cpu_share == (0.95, 0.6)
@@ -134,7 +134,7 @@ def test_on_the_cpu_ep_runs_that_cost_more_cpu_are_a_regression(tmp_path: Path, 
     base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
     slower = _with_cpu(make_result(rows), 1.15, 1.15, seed=3, share=0.95)
     compared = compare_to_baseline(slower, base, tmp_path / "b.json", 0.10).cases[0]
-    assert compared.verdict is Verdict.REGRESSED
+    assert compared.verdict is BaselineVerdict.REGRESSED
     assert compared.cpu_shift is not None and 0.1 < compared.cpu_shift < 0.2 and compared.cpu_p_value < 0.01
     assert any("CPU time per run" in r for r in compared.reasons)
 
@@ -153,5 +153,5 @@ def test_on_the_cpu_ep_cpu_time_alone_does_not_fail_a_run(tmp_path: Path, make_r
     base = _with_cpu(make_result(rows), 1.0, 1.0, seed=1, share=0.95)
     nudged = _with_cpu(make_result(rows), 1.05, 1.15, seed=4, share=0.9)  # cache contention: CPU +15%, wall +5%
     compared = compare_to_baseline(nudged, base, tmp_path / "b.json", 0.10).cases[0]
-    assert compared.verdict is Verdict.SAME
+    assert compared.verdict is BaselineVerdict.SAME
     assert any("the wall clock does not show it" in r for r in compared.reasons)

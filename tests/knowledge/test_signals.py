@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortgpu.explain import Verdict, explain
+from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.matcher import find_hits
 from ortgpu.knowledge.paste import prepare
 from ortgpu.knowledge.signals import SignalKind, extract_signals
@@ -110,7 +110,7 @@ def test_repl_transcript_with_cpu_only_providers_is_the_cpu_package() -> None:
         "['AzureExecutionProvider', 'CPUExecutionProvider']\n"
     )
     result = explain(transcript)
-    assert result.verdict is Verdict.GPU_PROBLEM and result.matches[0].id == "FM-02"
+    assert result.verdict is PasteKind.GPU_PROBLEM and result.matches[0].id == "FM-02"
     assert "CPU build" in result.matches[0].detail
 
 

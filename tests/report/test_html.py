@@ -59,7 +59,7 @@ def test_every_case_status_and_verdict_renders(cpu_result, tmp_path: Path) -> No
     import dataclasses
 
     from ortgpu.bench.archive import compare_to_baseline
-    from ortgpu.bench.result import CaseStatus, Verdict
+    from ortgpu.bench.result import BaselineVerdict, CaseStatus
     from ortgpu.cli.bench import render
     from ortgpu.cli.output import stdout_console
 
@@ -67,11 +67,11 @@ def test_every_case_status_and_verdict_renders(cpu_result, tmp_path: Path) -> No
     cases = tuple(dataclasses.replace(base, status=s, reason=f"because {s.value}") for s in CaseStatus)
     result = dataclasses.replace(cpu_result, cases=cases)
     comparison = compare_to_baseline(result, result, tmp_path / "b.json", 0.1)
-    rows = tuple(dataclasses.replace(comparison.cases[0], verdict=v) for v in Verdict)
+    rows = tuple(dataclasses.replace(comparison.cases[0], verdict=v) for v in BaselineVerdict)
     result = dataclasses.replace(result, comparison=dataclasses.replace(comparison, cases=rows))
     page = render_html(result)
     for status in CaseStatus:
         assert f"because {status.value}" in page
-    for verdict in Verdict:
+    for verdict in BaselineVerdict:
         assert f">{verdict.value}</td>" in page
     render(result, stdout_console())  # the table renderer knows every status and verdict too

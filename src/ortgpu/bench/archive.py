@@ -10,11 +10,11 @@ from pathlib import Path
 from ortgpu.atomic import atomic_write_text
 from ortgpu.bench.result import (
     BaselineComparison,
+    BaselineVerdict,
     BenchCase,
     BenchResult,
     CaseComparison,
     CaseKey,
-    Verdict,
     from_jsonable,
 )
 from ortgpu.bench.stats import ALPHA, MIN_CPU_CHUNKS, kept_latencies, shift_test
@@ -188,7 +188,7 @@ def _compare_case(case: BenchCase, base: BenchCase, threshold: float) -> CaseCom
         regressed, improved = regressed and cpu_regressed, improved and cpu_improved
     if p95_rel > threshold and not regressed:
         reasons.append(f"p95 {old.p95_ms:.3f} -> {new.p95_ms:.3f} ms (+{p95_rel:.1%}): the tail grew (not gated)")
-    verdict = Verdict.REGRESSED if regressed else Verdict.IMPROVED if improved else Verdict.SAME
+    verdict = BaselineVerdict.REGRESSED if regressed else BaselineVerdict.IMPROVED if improved else BaselineVerdict.SAME
     decisive = test or cpu
     return CaseComparison(
         key=case.key,
@@ -229,13 +229,13 @@ def confirm_regressions(
     cases = []
     for compared in comparison.cases:
         again = remeasured.get(compared.key)
-        if again is None or compared.verdict is not Verdict.REGRESSED or not again.measured:
+        if again is None or compared.verdict is not BaselineVerdict.REGRESSED or not again.measured:
             cases.append(compared)
             continue
         second = _compare_case(again, base[compared.key], comparison.max_regression)
         measured = second.cpu_shift if second.cpu_shift is not None else second.shift
         shifts = (*compared.remeasured, measured if measured is not None else second.p50_delta)
-        if second.verdict is Verdict.REGRESSED:
+        if second.verdict is BaselineVerdict.REGRESSED:
             note = f"confirmed by a re-measure ({shifts[-1]:+.1%})"
             cases.append(dataclasses.replace(compared, remeasured=shifts, reasons=(*compared.reasons, note)))
         else:
@@ -245,7 +245,7 @@ def confirm_regressions(
             )
             cases.append(
                 dataclasses.replace(
-                    compared, verdict=Verdict.SAME, remeasured=shifts, reasons=(*compared.reasons, note)
+                    compared, verdict=BaselineVerdict.SAME, remeasured=shifts, reasons=(*compared.reasons, note)
                 )
             )
     return dataclasses.replace(comparison, cases=tuple(cases))

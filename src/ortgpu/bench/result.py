@@ -22,6 +22,7 @@ from ortgpu.ep import ExecutionProvider
 
 __all__ = [
     "BaselineComparison",
+    "BaselineVerdict",
     "BenchCase",
     "BenchResult",
     "BenchSettings",
@@ -32,7 +33,6 @@ __all__ = [
     "Hint",
     "HintKind",
     "ModelSummary",
-    "Verdict",
     "WarmupReport",
     "from_jsonable",
 ]
@@ -60,7 +60,7 @@ class HintKind(enum.Enum):
     INTERRUPTED = "interrupted"
 
 
-class Verdict(enum.Enum):
+class BaselineVerdict(enum.Enum):
     """A case against its baseline."""
 
     REGRESSED = "regressed"
@@ -194,7 +194,7 @@ class CaseComparison:
     p95_ms: float
     p95_delta: float
     noise_ms: float  # the baseline's own spread (MAD x 1.4826: a standard deviation that stalls do not inflate)
-    verdict: Verdict
+    verdict: BaselineVerdict
     reasons: tuple[str, ...] = ()
     # the statistical test on the latencies both runs kept (method "none": an old baseline without them)
     method: str = "none"
@@ -222,7 +222,7 @@ class BaselineComparison:
 
     @property
     def regressed(self) -> bool:
-        return any(c.verdict is Verdict.REGRESSED for c in self.cases)
+        return any(c.verdict is BaselineVerdict.REGRESSED for c in self.cases)
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,12 @@ from ortgpu.bench.package import PackageBackend
 from ortgpu.bench.plan import DEFAULT_DURATION_S, BenchInputError, BenchRequest, Shapes, resolve_shapes
 from ortgpu.bench.result import (
     BaselineComparison,
+    BaselineVerdict,
     BenchCase,
     BenchResult,
     BenchSettings,
     CaseKey,
     ModelSummary,
-    Verdict,
 )
 from ortgpu.bench.wheel import WheelBackend
 from ortgpu.config import Config, load_config
@@ -90,7 +90,7 @@ def _remeasure(
     """Measure each regressed case once more, the same way (its own request, no save, report or baseline)."""
     again: dict[CaseKey, BenchCase] = {}
     for compared in comparison.cases:
-        if compared.verdict is not Verdict.REGRESSED:
+        if compared.verdict is not BaselineVerdict.REGRESSED:
             continue
         key = compared.key
         one = dataclasses.replace(

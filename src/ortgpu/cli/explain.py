@@ -9,7 +9,7 @@ from rich.console import Console
 
 from ortgpu.cli.output import emit, json_option
 from ortgpu.cli.output import safe as x
-from ortgpu.explain import MAX_TEXT_CHARS, ExplainInputError, ExplainResult, Verdict, explain
+from ortgpu.explain import MAX_TEXT_CHARS, ExplainInputError, ExplainResult, PasteKind, explain
 from ortgpu.limits import read_stream
 
 __all__ = ["command"]
@@ -51,10 +51,10 @@ def _render(result: ExplainResult, console: Console) -> None:
     from rich.table import Table
 
     style = {
-        Verdict.GPU_PROBLEM: "bold red",
-        Verdict.NOT_GPU: "bold yellow",
-        Verdict.BENIGN: "bold green",
-        Verdict.NOT_RECOGNISED: "bold",
+        PasteKind.GPU_PROBLEM: "bold red",
+        PasteKind.NOT_GPU: "bold yellow",
+        PasteKind.BENIGN: "bold green",
+        PasteKind.NOT_RECOGNISED: "bold",
     }[result.verdict]
     console.print(f"[{style}]{x(result.summary)}[/]")
     if result.matches:
