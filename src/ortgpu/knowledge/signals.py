@@ -176,10 +176,10 @@ def _provider_lists(line: str) -> Iterator[tuple[int, list[str]]]:
         if names:
             found = True
             yield m.start(), names
-    if not found:
-        names = _PROVIDER_NAME.findall(line)
-        if names:
-            yield 0, names
+    if not found:  # an unquoted list ("Available providers: CPUExecutionProvider, ."): it starts at its first name
+        first = _PROVIDER_NAME.search(line)
+        if first:
+            yield first.start(), _PROVIDER_NAME.findall(line)
 
 
 def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
