@@ -50,3 +50,14 @@ def test_python_dash_m_runs() -> None:
     out = subprocess.run([sys.executable, "-m", "ortgpu", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
     assert "doctor" in out.stdout
+
+
+def test_every_subcommand_help_stays_light() -> None:
+    # rich, scipy, optuna and matplotlib are as slow to import as numpy: `ortgpu <command> --help` needs none
+    heavy = {"onnxruntime", "onnx", "numpy", "rich", "scipy", "optuna", "matplotlib", "ray"}
+    code = (
+        "from ortgpu.cli.main import main\nfrom ortgpu.cli.registry import COMMANDS\n"
+        "for name in COMMANDS:\n    main([name, '--help'])\n"
+    )
+    loaded = {name.split(".")[0] for name in _modules_loaded_by(code)}
+    assert not heavy & loaded

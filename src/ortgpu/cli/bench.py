@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from ortgpu.bench.modes import BenchMode
 from ortgpu.bench.result import BenchResult
@@ -18,6 +17,9 @@ from ortgpu.cli.output import safe as x
 from ortgpu.cli.params import DURATION, INT_LIST, MODES, PERCENT, WARMUP
 from ortgpu.ep import ExecutionProvider
 from ortgpu.report.html import write_report
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["command", "render"]
 

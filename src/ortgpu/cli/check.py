@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from ortgpu.check import CheckRequest, parse_tolerances, run_check
 from ortgpu.check.result import CheckResult
@@ -20,6 +19,9 @@ from ortgpu.cli.params import FlagError, WholeNumber
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
 from ortgpu.report.accuracy import write_check_report
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["FlagError", "command", "render", "render_layerwise"]
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from ortgpu.cli.bench import render as render_bench
 from ortgpu.cli.output import emit, json_option, progress_reporter
 from ortgpu.cli.output import safe as x
 from ortgpu.demo import DemoResult, run_demo
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["command", "render"]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from ortgpu.cli.doctor_fix import render_fix
 from ortgpu.cli.doctor_fleet import run_fleet
@@ -17,6 +17,9 @@ from ortgpu.doctor.package import diagnose_package
 from ortgpu.doctor.verdict import Status
 from ortgpu.fix import fix_environment
 from ortgpu.loader.windows import WindowsReport
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["command", "render_doctor"]
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from ortgpu.cli.output import safe
 from ortgpu.doctor.package import PackageReport
 from ortgpu.doctor.verdict import Status
 from ortgpu.package.analysis import Component, NeedKind
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["render_package"]
 

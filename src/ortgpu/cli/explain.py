@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from ortgpu.cli.output import emit, json_option
 from ortgpu.cli.output import safe as x
 from ortgpu.explain import MAX_TEXT_CHARS, ExplainInputError, ExplainResult, PasteKind, explain
 from ortgpu.limits import read_stream
+
+if TYPE_CHECKING:  # rich loads only when a command renders, not for --help
+    from rich.console import Console
 
 __all__ = ["command"]
 
