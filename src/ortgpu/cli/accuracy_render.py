@@ -7,7 +7,7 @@ from typing import Any
 
 from ortgpu.cli.output import safe as escape
 
-__all__ = ["db", "escape", "num", "render_nonfinite", "render_parity_table"]
+__all__ = ["db", "num", "render_nonfinite", "render_parity_table"]
 
 
 def num(value: float | None) -> str:

@@ -12,7 +12,6 @@ from ortgpu.check.result import CheckResult
 from ortgpu.cli.accuracy_render import num, render_parity_table
 from ortgpu.cli.options import ep_options, input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
-from ortgpu.cli.output import safe as escape
 from ortgpu.cli.output import safe as x
 from ortgpu.cli.output import safe_name as n
 from ortgpu.cli.params import FlagError, WholeNumber
@@ -132,7 +131,7 @@ def _render_nonfinite(result: Any, console: Any) -> None:
     allowed = " (allowed by --allow-nonfinite)" if result.allow_nonfinite else ""
     console.print(f"\n[bold {colour}]NaN/Inf in the outputs[/]{allowed}")
     for item in result.nonfinite[:_MAX_NODES_SHOWN]:
-        console.print(f"  [{colour}]{escape(item.line())}[/]")
+        console.print(f"  [{colour}]{x(item.line())}[/]")
     if len(result.nonfinite) > _MAX_NODES_SHOWN:
         console.print(f"  ... {len(result.nonfinite) - _MAX_NODES_SHOWN} more (see --json)")
 
@@ -142,7 +141,7 @@ def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
     from rich.table import Table
 
     colour = "red" if report.diverged else "green"
-    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{escape(report.summary())}[/]")
+    console.print(f"\n[bold]Layer-wise[/]  [{colour}]{x(report.summary())}[/]")
     if report.first_divergent:
         table = Table(show_edge=False, pad_edge=False)
         for column in ("#", "tensor", "op", "node", "max abs", "NaN/Inf", "root"):
@@ -150,9 +149,9 @@ def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
         for item in report.first_divergent[:shown]:
             table.add_row(
                 str(item.position),
-                escape(item.name),
-                escape(item.op_type),
-                escape(item.node_name),
+                x(item.name),
+                x(item.op_type),
+                x(item.node_name),
                 num(item.max_abs),
                 str(item.nonfinite),
                 "yes" if item.root else "",
@@ -161,9 +160,9 @@ def render_layerwise(report: Any, console: Any, shown: int = 10) -> None:
         if len(report.first_divergent) > shown:
             console.print(f"  [dim]... {report.diverged - shown} more (see --json)[/]")
     for note in report.notes:
-        console.print(f"  [dim]{escape(note)}[/]")
+        console.print(f"  [dim]{x(note)}[/]")
     for item in report.skipped[:5]:
-        console.print(f"  [dim]skipped {escape(item.name)}: {escape(item.reason)}[/]")
+        console.print(f"  [dim]skipped {x(item.name)}: {x(item.reason)}[/]")
 
 
 def _mib(value: int | None) -> str:

@@ -8,10 +8,11 @@ from typing import Any
 import click
 
 from ortgpu.check import parse_tolerances
-from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
+from ortgpu.cli.accuracy_render import num, render_nonfinite, render_parity_table
 from ortgpu.cli.check import render_layerwise
 from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
 from ortgpu.cli.params import FlagError, int_flag, parse_percent, parse_seconds
 from ortgpu.compare import CompareRequest, run_compare
 from ortgpu.config import load_config

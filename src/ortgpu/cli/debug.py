@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.accuracy_render import escape
 from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
 from ortgpu.cli.params import int_flag
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider

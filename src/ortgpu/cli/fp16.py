@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from ortgpu.cli.accuracy_render import escape, num, render_nonfinite, render_parity_table
+from ortgpu.cli.accuracy_render import num, render_nonfinite, render_parity_table
 from ortgpu.cli.check import render_layerwise
 from ortgpu.cli.options import input_spec, model_input_options
 from ortgpu.cli.output import emit, json_option, progress_reporter
+from ortgpu.cli.output import safe as escape
 from ortgpu.cli.params import FlagError, int_flag, parse_ep_option
 from ortgpu.config import load_config
 from ortgpu.ep import ExecutionProvider
