@@ -314,7 +314,7 @@ def run_infer(
             if tasks and cluster is not None:
                 clock["first"] = time.perf_counter()  # Ray: actor start and session creation count too
 
-                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers)
+                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers, max_attempts=request.max_attempts)
             elif tasks:
                 outcome = run_local(spec, slots, tasks, pool_events, max_attempts=request.max_attempts)
         finally:
