@@ -1,8 +1,9 @@
 """`infer --ray` on a local Ray cluster (2 CPUs) when actors die: replaced, the batch retried, nothing lost or doubled.
 
-The actors die for real: a worker-process setup hook (run in every Ray worker of this test's cluster) wraps
-:meth:`InferWorker.process` so that it ends its own process with ``os._exit`` after writing a task's outputs (the
-first task only, once per run: a marker file decides), or every time a task holds the item ``poison``.
+The actors die for real: a worker-process setup hook (run in every Ray worker of this module's cluster) wraps
+:class:`InferWorker` so that ``process`` ends its own process with ``os._exit`` after writing a task's outputs (one
+task, once per arming: a file renamed armed -> fired decides), or before any write every time a task holds the item
+``poison``; and so that building a session for a model named ``no-session.onnx`` raises an ortgpu error.
 Skipped without Ray (the ortgpu[ray] extra). One cluster for the module: starting Ray is the slow part.
 """
 
@@ -39,6 +40,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         from ortgpu.infer import worker as module
 
         original = module.InferWorker.process
+        build = module.InferWorker.__init__
+
+        def init(self, spec, name):  # type: ignore[no-untyped-def]
+            if spec.model.endswith("no-session.onnx"):
+                from ortgpu.errors import EnvironmentUnfitError
+
+                raise EnvironmentUnfitError("no session here", "a hint from the actor")
+            build(self, spec, name)
 
         def process(self, task):  # type: ignore[no-untyped-def]
             poison = _os.environ.get("ORTGPU_TEST_KILL_ON")
@@ -53,6 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
             _os._exit(9)  # dies holding the task: its outputs are written, its records never reach the driver
 
         module.InferWorker.process = process
+        module.InferWorker.__init__ = init
 
     control = tmp_path_factory.mktemp("control")
     env = {KILL_ONCE: str(control), KILL_ON: "poison"}
@@ -151,6 +161,20 @@ def test_fail_fast_stops_at_a_bad_input(cluster: Path, demo_model: Path, tmp_pat
     assert result.stopped and [b.name for b in result.bad] == ["a-wrong"] and result.written < 8
 
 
+def test_an_actor_that_cannot_build_its_session_stops_the_run_with_its_error(
+    cluster: Path, demo_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "no-session.onnx"
+    model.write_bytes(demo_model.read_bytes())
+    inputs = _images(tmp_path / "in", 2)
+    from ortgpu.cli.main import main
+
+    code = main(["infer", str(model), "--inputs", str(inputs), "--out", str(tmp_path / "out"), "--ep", "cpu", "--ray"])
+    err = capsys.readouterr().err
+    assert code == 3 and "no session here (hint: a hint from the actor)" in err  # the actor's error, as it gave it
+    assert "Traceback" not in err
+
+
 def test_a_task_that_raises_comes_back_as_an_error_not_a_dead_job() -> None:
     from ortgpu.infer.dataset import Item, Task
     from ortgpu.infer.ray_backend import RayInferActor, _task_json
@@ -160,6 +184,6 @@ def test_a_task_that_raises_comes_back_as_an_error_not_a_dead_job() -> None:
             raise RuntimeError("disk on fire\nsecond line")
 
     actor = object.__new__(RayInferActor)  # no Ray, no session: only the call
-    actor.actor, actor.worker, actor.info = "abc", Broken(), "{}"
+    actor.actor, actor.worker, actor.info, actor.fatal = "abc", Broken(), "{}", ""
     out = actor({"task": [_task_json(Task(7, (Item("a", "a.npz", None, None),), None))]})
     assert out["task"] == [7] and out["error"] == ["disk on fire"] and out["records"] == ["[]"]

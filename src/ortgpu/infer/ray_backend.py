@@ -29,14 +29,13 @@ from typing import Any
 
 from ortgpu.errors import OrtgpuError
 from ortgpu.infer.dataset import Item, Task
-from ortgpu.infer.local import PoolEvents, PoolOutcome
+from ortgpu.infer.local import PoolEvents, PoolOutcome, WorkerStartError
 from ortgpu.infer.worker import InferWorker, ItemRecord, WorkerInfo, WorkerSpec
 from ortgpu.scale.ray_cluster import Cluster, RayUnavailableError, import_ray
 
 __all__ = ["RayInferActor", "run_ray"]
 
 _BLOCKS_PER_ACTOR = 8  # the first round's blocks per actor (later rounds: one task per block)
-_DROPPED_BLOCK_LOGGER = "ray.data._internal.execution.streaming_executor_state"
 
 
 def _task_json(task: Task) -> str:
@@ -59,28 +58,38 @@ def _task_from_json(text: str) -> Task:
 
 class RayInferActor:
     """The map_batches class: one verified session per actor; each call runs the tasks of one batch of rows.
-    A task that raises is returned with its error (the driver retries it), so one failure does not end the job."""
+    A task that raises is returned with its error (the driver retries it), so one failure does not end the job.
+    An actor that cannot build its session returns that error for every task: the driver stops the run with it
+    (as a local worker's start error does; Ray would only pass on its text)."""
 
     def __init__(self, spec: WorkerSpec) -> None:
         import ray
 
         self.actor = ray.get_runtime_context().get_actor_id() or ""
-        self.worker = InferWorker(spec, f"ray-{self.actor[:8]}")
+        self.fatal = ""
+        try:
+            self.worker = InferWorker(spec, f"ray-{self.actor[:8]}")
+        except OrtgpuError as exc:
+            self.fatal = json.dumps([exc.message, exc.hint, int(exc.exit_code)])
+            return
         self.info = json.dumps(asdict(self.worker.info))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {"task": [], "records": [], "error": [], "actor": [], "worker": []}
+        out: dict[str, list[Any]] = {"task": [], "records": [], "error": [], "fatal": [], "actor": [], "worker": []}
         for text in batch["task"]:
             task = _task_from_json(str(text))
-            try:
-                records, error = json.dumps([asdict(r) for r in self.worker.process(task)]), ""
-            except Exception as exc:  # a bug or a resource error: retried elsewhere like a death, then reported
-                records, error = "[]", (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            records, error = "[]", ""
+            if not self.fatal:
+                try:
+                    records = json.dumps([asdict(r) for r in self.worker.process(task)])
+                except Exception as exc:  # a bug or a resource error: retried elsewhere like a death, then reported
+                    error = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             out["task"].append(task.index)
             out["records"].append(records)
             out["error"].append(error)
+            out["fatal"].append(self.fatal)
             out["actor"].append(self.actor)
-            out["worker"].append(self.info)
+            out["worker"].append("" if self.fatal else self.info)
         return out
 
 
@@ -103,18 +112,27 @@ def _data_context(**settings: Any) -> Iterator[None]:
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """While the job runs: Ray's driver prints the raylet's messages (a worker died...) to ``sys.stdout``, which
-    holds the result (``--json``): they go to stderr. Ray Data logs each dropped block with its traceback and each
-    dataset's start and end: the run reports its retries itself, so only Ray Data's errors that end the job show."""
-    levels = {"ray.data": logging.WARNING, _DROPPED_BLOCK_LOGGER: logging.CRITICAL}
-    before = {name: logging.getLogger(name).level for name in levels}
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
+    holds the result (``--json``): they go to stderr. Ray Data's console shows only its warnings (e.g. that the
+    cluster lacks the resources for an actor): its info lines, and the errors with their tracebacks that the run
+    reports itself in one line (a dropped block, an actor that could not start), go only to its log file
+    (``ray-data.log`` in the Ray session's folder)."""
+
+    def warnings_only(record: logging.LogRecord) -> bool:
+        return record.levelno == logging.WARNING and "Progress bars disabled" not in str(record.msg)
+
+    consoles = [
+        h
+        for h in logging.getLogger("ray.data").handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+    for handler in consoles:
+        handler.addFilter(warnings_only)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
     finally:
-        for name, level in before.items():
-            logging.getLogger(name).setLevel(level)
+        for handler in consoles:
+            handler.removeFilter(warnings_only)
 
 
 def _restarts(before: frozenset[str]) -> int | None:
@@ -271,6 +289,9 @@ class _Rounds:
                 **self.resources,
             )
         for row in mapped.iter_rows():
+            if row["fatal"]:
+                message, hint, code = json.loads(row["fatal"])
+                raise WorkerStartError(f"ray-{str(row['actor'])[:8]}: {message}", hint, code)
             index = int(row["task"])
             name = self.workers.name(str(row["actor"]), str(row["worker"]))
             if index not in self.pending:
