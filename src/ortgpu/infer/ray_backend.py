@@ -135,27 +135,20 @@ def _quiet() -> Iterator[None]:
             handler.removeFilter(warnings_only)
 
 
-def _restarts(before: frozenset[str]) -> int | None:
-    """Restarts of this run's actors (Ray's actor table; None when it cannot be read)."""
+def _our_actors() -> dict[str, int]:
+    """This driver's infer actors in Ray's actor table -> their restarts (empty when the table cannot be read)."""
     try:
+        import ray
         from ray._private import state  # what RuntimeContext.was_current_actor_reconstructed reads
 
-        return sum(
-            int(info.get("NumRestarts") or 0)
+        job = ray.get_runtime_context().get_job_id()
+        return {
+            actor: int(info.get("NumRestarts") or 0)
             for actor, info in state.actors().items()
-            if actor not in before and "RayInferActor" in str(info.get("ActorClassName"))
-        )
+            if info.get("JobID") == job and "RayInferActor" in str(info.get("ActorClassName"))
+        }
     except Exception:  # a private table: its shape may change between Ray versions
-        return None
-
-
-def _actors() -> frozenset[str]:
-    try:
-        from ray._private import state
-
-        return frozenset(state.actors())
-    except Exception:
-        return frozenset()
+        return {}
 
 
 class _Workers:
@@ -211,7 +204,7 @@ def run_ray(
     if gpu:
         spec = replace(spec, device_id=0)  # Ray gives each actor its GPU as CUDA_VISIBLE_DEVICES
     run = _Rounds(spec, tasks, events, count, {"num_gpus": 1} if gpu else {"num_cpus": 1}, max_attempts)
-    earlier = _actors()
+    earlier = set(_our_actors())  # an earlier run of this process: not this one's
     interrupted = False
     try:
         with _quiet():
@@ -226,8 +219,8 @@ def run_ray(
             raise
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
         raise RayUnavailableError(f"the Ray job failed: {first_line}", "see the Ray logs of the cluster") from None
-    restarts = _restarts(earlier)
-    replaced = max(run.workers.replaced, restarts or 0)
+    restarts = sum(n for actor, n in _our_actors().items() if actor not in earlier)
+    replaced = max(run.workers.replaced, restarts)  # the table counts restarts of actors that never reported
     return PoolOutcome(tuple(run.workers.infos), replaced, run.retried, run.stopped, interrupted)
 
 
