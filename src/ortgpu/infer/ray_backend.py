@@ -203,7 +203,7 @@ def run_ray(
     count = workers or (cluster.gpus if gpu else 1)
     if gpu:
         spec = replace(spec, device_id=0)  # Ray gives each actor its GPU as CUDA_VISIBLE_DEVICES
-    run = _Rounds(spec, tasks, events, count, {"num_gpus": 1} if gpu else {"num_cpus": 1}, max_attempts)
+    run = _Rounds(spec, tasks, events, count, gpu, max_attempts)
     earlier = set(_our_actors())  # an earlier run of this process: not this one's
     interrupted = False
     try:
@@ -234,13 +234,13 @@ class _Rounds:
         tasks: Sequence[Task],
         events: PoolEvents,
         count: int,
-        resources: dict[str, int],
+        gpu: bool,
         max_attempts: int,
     ) -> None:
         self.spec = spec
         self.events = events
         self.count = count
-        self.resources = resources
+        self.gpu = gpu
         self.max_attempts = max_attempts
         self.pending = {t.index: t for t in tasks}
         self.attempts: collections.Counter[int] = collections.Counter()
@@ -279,7 +279,8 @@ class _Rounds:
                 ),
                 max_restarts=-1,  # a dead actor is started again (its session built again)
                 max_task_retries=0,  # its tasks come back to the driver, which counts their attempts
-                **self.resources,
+                num_gpus=1 if self.gpu else None,  # one GPU per actor; on the CPU EP one CPU
+                num_cpus=None if self.gpu else 1,
             )
         for row in mapped.iter_rows():
             if row["fatal"]:
