@@ -1,9 +1,9 @@
 """`infer --ray` on a local Ray cluster (2 CPUs) when actors die: replaced, the batch retried, nothing lost or doubled.
 
 The actors die for real: a worker-process setup hook (run in every Ray worker of this module's cluster) wraps
-:class:`InferWorker` so that ``process`` ends its own process with ``os._exit`` after writing a task's outputs (one
-task, once per arming: a file renamed armed -> fired decides), or before any write every time a task holds the item
-``poison``; and so that building a session for a model named ``no-session.onnx`` raises an ortgpu error.
+:class:`InferWorker` so that it ends its own process with ``os._exit`` after writing a task's outputs (one task,
+once per arming: a file renamed armed -> fired decides), or when it reads a task that holds the item ``poison``;
+and so that building a session for a model named ``no-session.onnx`` raises an ortgpu error.
 Skipped without Ray (the ortgpu[ray] extra). One cluster for the module: starting Ray is the slow part.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
         from ortgpu.infer import worker as module
 
-        original = module.InferWorker.process
-        build = module.InferWorker.__init__
+        prepare, write, build = module.InferWorker.prepare, module.InferWorker.write, module.InferWorker.__init__
 
         def init(self, spec, name):  # type: ignore[no-untyped-def]
             if spec.model.endswith("no-session.onnx"):
@@ -49,11 +49,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
                 raise EnvironmentUnfitError("no session here", "a hint from the actor")
             build(self, spec, name)
 
-        def process(self, task):  # type: ignore[no-untyped-def]
+        def read(self, task):  # type: ignore[no-untyped-def]
             poison = _os.environ.get("ORTGPU_TEST_KILL_ON")
             if poison and any(item.name == poison for item in task.items):
                 _os._exit(9)
-            records = original(self, task)
+            return prepare(self, task)
+
+        def written(self, prepared):  # type: ignore[no-untyped-def]
+            records = write(self, prepared)
             armed = _os.environ.get("ORTGPU_TEST_KILL_ONCE")
             try:
                 _os.rename(f"{armed}/armed", f"{armed}/fired")  # atomic: one task of one actor wins
@@ -61,7 +64,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
                 return records
             _os._exit(9)  # dies holding the task: its outputs are written, its records never reach the driver
 
-        module.InferWorker.process = process
+        module.InferWorker.prepare, module.InferWorker.write = read, written
         module.InferWorker.__init__ = init
 
     control = tmp_path_factory.mktemp("control")
@@ -125,7 +128,7 @@ def test_a_killed_actor_is_replaced_and_its_batch_retried(
     assert (result["items"], result["written"] + result["kept"], result["rows"]) == (16, 16, 16)
     assert result["kept"] >= 1  # the retried task found the dead attempt's outputs: kept as they are, not rewritten
     assert result["retried"] >= 1 and result["replaced"] >= 1  # what the user sees: a worker died, its task ran again
-    assert len({w["name"] for w in result["workers"]}) == len(result["workers"]) >= 2  # one name per actor process
+    assert len({w["name"] for w in result["workers"]}) == len(result["workers"]) >= 1  # one name per actor process
     reference = _reference(demo_model, inputs, 4)
     written = {p.stem: p.read_bytes() for p in (tmp_path / "out").glob("*.npz")}
     assert written == reference  # every input has exactly one output, bit for bit the single-process run's
@@ -145,9 +148,9 @@ def test_an_input_that_kills_every_actor_is_reported_after_its_attempts(
     inputs = _images(tmp_path / "in", 6)
     np.savez(inputs / "poison.npz", image=np.zeros((3, 32, 32), np.float32))
     retried: list[int] = []
-    request = _request(demo_model, inputs, tmp_path / "out", batch=1, max_attempts=2)
+    request = _request(demo_model, inputs, tmp_path / "out", batch=1)
     result = run_infer(request, events=PoolEvents(retried=lambda index, worker, why: retried.append(index)))
-    assert [(b.name, b.reason) for b in result.bad] == [("poison", "its Ray actor died running it (2 attempts)")]
+    assert [(b.name, b.reason) for b in result.bad] == [("poison", "its Ray actor died running it (3 attempts)")]
     assert result.written == 6 and not result.stopped and result.retried == len(retried) >= 1
     assert sorted(p.stem for p in (tmp_path / "out").glob("*.npz")) == [f"s{i:02d}" for i in range(6)]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -175,15 +178,43 @@ def test_an_actor_that_cannot_build_its_session_stops_the_run_with_its_error(
     assert "Traceback" not in err
 
 
+def test_each_actor_process_has_its_own_name_and_a_restart_counts_as_replaced() -> None:
+    from ortgpu.infer.ray_backend import _Workers
+
+    started: list[str] = []
+    workers = _Workers(PoolEvents(started=lambda info: started.append(info.name)))
+
+    def info(name: str, pid: int) -> str:
+        return json.dumps(
+            {
+                "name": name,
+                "pid": pid,
+                "host": "h",
+                "active_ep": "cpu",
+                "device_id": 0,
+                "cuda_visible_devices": None,
+                "ort_version": "1",
+                "session_s": 0.1,
+            }
+        )
+
+    assert workers.name("aaaa1111" + "01000000", info("ray-aaaa1111", 10)) == "ray-aaaa1111"
+    assert workers.name("bbbb2222" + "01000000", info("ray-bbbb2222", 11)) == "ray-bbbb2222"
+    assert workers.name("aaaa1111" + "01000000", info("ray-aaaa1111", 10)) == "ray-aaaa1111"  # the same process
+    assert workers.name("aaaa1111" + "01000000", info("ray-aaaa1111", 12)) == "ray-aaaa1111#1"  # Ray restarted it
+    assert started == ["ray-aaaa1111", "ray-bbbb2222", "ray-aaaa1111#1"] and workers.replaced == 1
+    assert [w.pid for w in workers.infos] == [10, 11, 12]
+
+
 def test_a_task_that_raises_comes_back_as_an_error_not_a_dead_job() -> None:
     from ortgpu.infer.dataset import Item, Task
     from ortgpu.infer.ray_backend import RayInferActor, _task_json
 
     class Broken:
-        def process(self, task: Task) -> list:
+        def prepare(self, task: Task) -> list:
             raise RuntimeError("disk on fire\nsecond line")
 
     actor = object.__new__(RayInferActor)  # no Ray, no session: only the call
-    actor.actor, actor.worker, actor.info, actor.fatal = "abc", Broken(), "{}", ""
+    actor.actor, actor.worker, actor.info, actor.fatal, actor.running = "abc", Broken(), "{}", "", threading.Lock()
     out = actor({"task": [_task_json(Task(7, (Item("a", "a.npz", None, None),), None))]})
     assert out["task"] == [7] and out["error"] == ["disk on fire"] and out["records"] == ["[]"]

@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
@@ -36,6 +37,7 @@ from ortgpu.scale.ray_cluster import Cluster, RayUnavailableError, import_ray
 __all__ = ["RayInferActor", "run_ray"]
 
 _BLOCKS_PER_ACTOR = 8  # the first round's blocks per actor (later rounds: one task per block)
+_CALLS_PER_ACTOR = 2  # the first round's calls at once per actor: one reads or writes while the other runs
 
 
 def _task_json(task: Task) -> str:
@@ -66,6 +68,7 @@ class RayInferActor:
         import ray
 
         self.actor = ray.get_runtime_context().get_actor_id() or ""
+        self.running = threading.Lock()
         self.fatal = ""
         try:
             self.worker = InferWorker(spec, f"ray-{self.actor[:8]}")
@@ -74,6 +77,14 @@ class RayInferActor:
             return
         self.info = json.dumps(asdict(self.worker.info))
 
+    def _process(self, task: Task) -> list[ItemRecord]:
+        """Read, run, write: the runs one at a time (the lock), reading and writing beside them when Ray Data gives
+        the actor two calls at once (as a local worker's reader and writer threads do)."""
+        prepared = self.worker.prepare(task)
+        with self.running:
+            self.worker.compute(prepared)
+        return self.worker.write(prepared)
+
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {"task": [], "records": [], "error": [], "fatal": [], "actor": [], "worker": []}
         for text in batch["task"]:
@@ -81,7 +92,7 @@ class RayInferActor:
             records, error = "[]", ""
             if not self.fatal:
                 try:
-                    records = json.dumps([asdict(r) for r in self.worker.process(task)])
+                    records = json.dumps([asdict(r) for r in self._process(task)])
                 except Exception as exc:  # a bug or a resource error: retried elsewhere like a death, then reported
                     error = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             out["task"].append(task.index)
@@ -275,7 +286,10 @@ class _Rounds:
                 fn_constructor_kwargs={"spec": self.spec},
                 batch_size=1,
                 compute=ray.data.ActorPoolStrategy(
-                    size=min(self.count, len(rows)), max_tasks_in_flight_per_actor=None if first else 1
+                    size=min(self.count, len(rows)),
+                    max_tasks_in_flight_per_actor=None if first else 1,
+                    max_concurrent_calls_per_actor=_CALLS_PER_ACTOR if first else 1,
+                    enable_true_multi_threading=first,
                 ),
                 max_restarts=-1,  # a dead actor is started again (its session built again)
                 max_task_retries=0,  # its tasks come back to the driver, which counts their attempts

@@ -320,6 +320,8 @@ def run_infer(
         finally:
             with ledger.lock:
                 ledger.flush(force=True)
+            if tasks:  # a worker killed while it wrote left its temporary file; every worker is gone now
+                remove_stale_temporaries(out, [i.output_name for i in dataset.items])
     compute_s = clock.get("last", 0.0) - clock.get("first", 0.0) if "first" in clock else 0.0
     return InferResult(
         model=Path(request.model),
