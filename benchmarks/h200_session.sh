@@ -30,7 +30,7 @@ have benchmarks/h200_tune.py && step tune 420 python3 benchmarks/h200_tune.py "$
 have benchmarks/h200_warmup_fidelity.py && step warmup 150 python3 benchmarks/h200_warmup_fidelity.py "$res/warmup" --rounds 3 --work /tmp/models
 have benchmarks/h200_fp16_compare.py && step fp16 240 python3 benchmarks/h200_fp16_compare.py "$res/fp16" --work /tmp/models
 have benchmarks/h200_profile.py && step profile 150 python3 benchmarks/h200_profile.py "$res/profile" --work /tmp/models
-have benchmarks/h200_scale.py && step scale 150 python3 benchmarks/h200_scale.py "$res/scale" --rounds 3 --duration 2.0 --work /tmp/models
+have benchmarks/h200_scale.py && step scale 200 python3 benchmarks/h200_scale.py "$res/scale" --rounds 4 --duration 2.0 --work /tmp/models
 have benchmarks/h200_doctor_speed.sh && step doctor-speed 90 bash benchmarks/h200_doctor_speed.sh "$res/doctor-speed"
 step pytest-gpu 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests
 tar -czf "$out/results.tar.gz" -C "$res" --exclude="*.onnx" --exclude="*.data" --exclude="*.onnx.data" . && echo "packed $(du -h "$out/results.tar.gz" | cut -f1)" | tee -a "$log"
