@@ -21,6 +21,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 NV=$(python3 -c 'import nvidia;print(list(nvidia.__path__)[0])')
 base_ld=${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv >> "$log" 2>&1
+python3 -m pip list --format=freeze > "$res/pip-list.txt" 2>&1  # what the image has (packing Ray for it)
 # install: the [gpu] extra's situation — nvidia-* CUDA 13 / cuDNN 9 wheels importable, LD_LIBRARY_PATH without them
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 COLUMNS=160
 have benchmarks/h200_install.sh && step install 120 bash benchmarks/h200_install.sh "$res/install"
