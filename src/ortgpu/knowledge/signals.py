@@ -103,6 +103,10 @@ _LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
     )
 )
+_LOOSE = frozenset(p for p, _ in _LIBRARY_FAILURES[-2:])  # "missing X", "X ... not found": also said of other things
+_ADJACENT = re.compile(
+    r"[\"'`:\s]{0,4}(?:is |was |are )?(?:missing|not found|cannot be|could not be|can't be)", re.IGNORECASE
+)
 _LIBRARY_HINT = re.compile(r"\.so\b|\.so\.\d|\.dll\b", re.IGNORECASE)
 # the provider libraries ORT itself loads: named as the loader, never the culprit
 _LOADERS = (
@@ -113,6 +117,36 @@ _LOADERS = (
     "libonnxruntime_providers_rocm",
     "onnxruntime_providers_rocm",
 )
+_SHARED_PROVIDER = ("libonnxruntime_providers_shared", "onnxruntime_providers_shared")
+# a whole name: after a space, quote, path separator, colon, bracket or comma (not inside garbled text)
+_LIB_TOKEN = re.compile(rf"(?<![^\s\"'`/\\:{{\[(,=])(?P<lib>{_LIB})", re.IGNORECASE)
+# cuDNN 9 and CTranslate2 list every name they tried: "Unable to load any of {libcudnn_ops.so.9.1.0, ...}"
+_NAME_LIST = re.compile(
+    r"(?:load|find|open|locate)\w{0,3}(?: any of| one of)?\s{0,3}:?\s{0,3}[{\[(](?P<list>[^{}\[\]()\n]{1,800})[}\])]",
+    re.IGNORECASE,
+)
+# Any wording of "this library could not be loaded": with a library name on the same line, the name is the culprit.
+_LOADER_FAILURE = re.compile(
+    r"cannot open shared object|error while loading shared librar|no such file|\bdlopen|\bdlerror"
+    r"|\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|not able to) (?:be )?(?:load|find|open|locate)"
+    r"|\b(?:not found|is missing|are missing|was not found|were not found|missing)\b"
+    r"|\b(?:could not|cannot|can't) be (?:loaded|found|located|opened)",
+    re.IGNORECASE,
+)
+
+
+def _culprit(lib: str) -> bool:
+    """Whether a library named next to a loader failure can be what is missing (not the provider ORT was loading)."""
+    return not lib.lower().startswith(_LOADERS)
+
+
+def _known(lib: str) -> bool:
+    """A library the version matrix knows (CUDA, cuDNN, TensorRT, driver, VC++ runtime, zlib) or ORT's shared
+    provider library: only these are claimed from a loose wording, so that an unrelated `.so` in a log is not."""
+    info = library_info(lib)
+    if lib.lower().startswith(_SHARED_PROVIDER):
+        return True
+    return info is not None and info.family.value != "ort"
 
 
 def _missing_libraries(paste: Paste) -> Iterator[Signal]:
@@ -120,21 +154,46 @@ def _missing_libraries(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if not _LIBRARY_HINT.search(line):
             continue
-        low = line.lower()
-        for pattern, needs in _LIBRARY_FAILURES:
-            if not any(n in low for n in needs):
-                continue
-            m = pattern.search(line)
-            if m is None:
-                continue
-            lib = m.group("lib").strip("\"'")
-            if lib.lower().startswith(_LOADERS):
-                continue
+        for lib, at in _line_culprits(line):
             key = lib.lower()
             if key not in seen:
                 seen.add(key)
-                yield _library_signal(lib, index, paste.starts[index] + m.start("lib"))
-            break
+                yield _library_signal(lib, index, paste.starts[index] + at)
+
+
+def _line_culprits(line: str) -> list[tuple[str, int]]:
+    """The missing libraries one line names, with where: by the trusted wordings first, then a name list after
+    "load any of", then any loader-failure wording next to a library the matrix knows."""
+    low = line.lower()
+    for pattern, needs in _LIBRARY_FAILURES:
+        if not any(n in low for n in needs):
+            continue
+        loose = pattern in _LOOSE
+        for m in itertools.islice(pattern.finditer(line), 8):
+            lib = m.group("lib").strip("\"'")
+            if not _culprit(lib):
+                continue
+            # a loose wording names an unknown library only when the failure follows the name directly
+            if loose and not _known(lib) and not _ADJACENT.match(line, m.end("lib")):
+                continue
+            return [(lib, m.start("lib"))]
+    listed = _NAME_LIST.search(line)
+    if listed:
+        names = [
+            (m.group("lib"), listed.start("list") + m.start("lib")) for m in _LIB_TOKEN.finditer(listed.group("list"))
+        ]
+        names = [(n, at) for n, at in names[:16] if _culprit(n) and _known(n)]
+        if names:  # the most specific name: one that carries a major version
+            with_major = [(n, at) for n, at in names if getattr(library_info(n), "major", None) is not None]
+            return [(with_major or names)[0]]
+    if not _LOADER_FAILURE.search(line):
+        return []
+    found = []
+    for m in itertools.islice(_LIB_TOKEN.finditer(line), 8):
+        lib = m.group("lib")
+        if _culprit(lib) and _known(lib):
+            found.append((lib, m.start("lib")))
+    return found[:1]
 
 
 def _library_signal(lib: str, index: int, position: int) -> Signal:
