@@ -232,7 +232,12 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
         parts.append(_op_sentence(hit.entry.id, groups["op"]))
     if "status" in groups:
         code = f" (code {groups['code']})" if "code" in groups else ""
-        parts.append(f"cuDNN returned {groups['status']}{code}.")
+        call = f" in {groups['call']}" if "call" in groups else ""
+        who = groups.get("returned_by", "cuDNN")
+        parts.append(f"{who[:1].upper()}{who[1:]} returned {groups['status']}{code}{call}.")
+    elif "call" in groups and "returned_by" in groups:
+        who = groups["returned_by"]
+        parts.append(f"{who[:1].upper()}{who[1:]} failed in {groups['call']}.")
     if "dtype" in groups:
         parts.append(f"TensorRT cannot take {groups['dtype']} inputs for that layer.")
     if "providers" in groups:

@@ -63,3 +63,64 @@ def test_a_library_name_without_a_loader_failure_is_not_a_missing_library(text: 
     kinds = {s.kind for s in extract_signals(prepare(text))}
     assert SignalKind.MISSING_LIBRARY not in kinds
     assert explain(text).verdict is not PasteKind.GPU_PROBLEM
+
+
+# ---------------------------------------------------------------- 2. CUDA-library statuses, by name or number
+
+
+@pytest.mark.parametrize(
+    ("text", "entry", "status"),
+    [
+        # cuBLAS: a number only, a name only, only the failing call, prose
+        ("Status Message: CUBLAS failure 14 ; GPU=0 ; expr=cublasGemmEx(...)", "FM-45", "CUBLAS_STATUS_INTERNAL_ERROR"),
+        ("CUBLAS failure 3 ; GPU=0 ; expr=cublasCreate(&handle)", "FM-44", "CUBLAS_STATUS_ALLOC_FAILED"),
+        ("CUBLAS error executing cublasLtMatmul( handle, desc, ...)", "FM-45", None),
+        ("after a while I get a CUBLAS fault 13 in the Gemm node", "FM-45", "CUBLAS_STATUS_EXECUTION_FAILED"),
+        ("cublas returned CUBLAS_STATUS_NOT_SUPPORTED for this GEMM", "FM-45", "CUBLAS_STATUS_NOT_SUPPORTED"),
+        ("CUBLAS failure 8 ; expr=cublasGemmStridedBatchedEx", "FM-41", "CUBLAS_STATUS_ARCH_MISMATCH"),
+        # cuDNN 8 and 9 numbers without the name, the frontend, a named call
+        ("CUDNN failure 4 ; GPU=0 ; expr=cudnnCreate(&handle)", "FM-42", "CUDNN_STATUS_INTERNAL_ERROR"),
+        ("CUDNN failure 4000 ; expr=cudnnBackendFinalize", "FM-42", "CUDNN_STATUS_INTERNAL_ERROR"),
+        ("CUDNN failure 3007 in the conv", "FM-41", "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH"),
+        ("CUDNN failure 2000 ; expr=cudnnSetTensorNdDescriptor", "FM-43", "CUDNN_STATUS_BAD_PARAM"),
+        ("Status Message: Failed to initialize CUDNN Frontend (conv node)", "FM-43", None),
+        ("cudnnFindConvolutionForwardAlgorithmEx failed for this shape", "FM-43", None),
+        # the CUDA runtime: number, name, message text
+        ("CUDA failure 35 ; GPU=0 ; expr=cudaSetDevice(0)", "FM-34", "cudaErrorInsufficientDriver"),
+        ("cudaErrorSystemDriverMismatch while creating the session", "FM-34", "cudaErrorSystemDriverMismatch"),
+        ("RuntimeError: CUDA error: no CUDA-capable device is detected", "FM-37", "cudaErrorNoDevice"),
+        ("CUDA failure 101 ; GPU=3 ; expr=cudaSetDevice(info_.device_id)", "FM-38", "cudaErrorInvalidDevice"),
+        (
+            "CUDA error cudaErrorInvalidDeviceFunction: invalid device function",
+            "FM-41",
+            "cudaErrorInvalidDeviceFunction",
+        ),
+        ("CUDA failure 218: a PTX JIT compilation failed", "FM-36", "cudaErrorInvalidPtx"),
+        ("CUDA error 2 while allocating the arena", "FM-46", "cudaErrorMemoryAllocation"),
+        ("CUDA failure 3: initialization error ; GPU=0", "FM-40", "cudaErrorInitializationError"),
+    ],
+)
+def test_a_library_status_is_named_and_mapped(text: str, entry: str, status: str | None) -> None:
+    top = explain(text).matches[0]
+    assert top.id == entry
+    if status is not None:
+        assert status in (top.detail or "")
+
+
+def test_invalid_device_function_is_not_an_invalid_device_ordinal() -> None:
+    """Claims accept a status by prefix; the closest claim wins ("InvalidDeviceFunction" is not "InvalidDevice")."""
+    assert _top("cudaErrorInvalidDeviceFunction")[0] == "FM-41"
+    assert _top("cudaErrorInvalidDevice")[0] == "FM-38"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TensorRT was linked against cuBLAS/cuBLAS LT 11.6.3 but loaded cuBLAS/cuBLAS LT 11.5.1",  # a benign note
+        "we use cuDNN 9 and CUDA 12 on this box",
+        "CUDA failure 1: invalid argument ; GPU=0",  # a status no entry claims stays unclaimed
+    ],
+)
+def test_library_names_without_a_status_are_not_status_failures(text: str) -> None:
+    ids = [m.id for m in explain(text).matches]
+    assert not {"FM-41", "FM-42", "FM-43", "FM-44", "FM-45", "FM-46"} & set(ids)

@@ -114,6 +114,18 @@ class Claim:
     def specificity(self) -> int:
         return len(self.constraints)
 
+    def closeness(self, attributes: Mapping[str, str | int]) -> int:
+        """How much of the signal's string values the accepted prefixes cover: "InvalidDeviceFunction" is closer to
+        a claim of "InvalidDeviceFunction" than to one of "InvalidDevice"."""
+        total = 0
+        for key, wanted in self.constraints.items():
+            value = attributes.get(key)
+            if isinstance(value, str):
+                total += max(
+                    (len(w) for w in wanted if isinstance(w, str) and value.lower().startswith(w.lower())), default=0
+                )
+        return total
+
     def accepts(self, kind: SignalKind, attributes: Mapping[str, str | int]) -> bool:
         if kind is not self.kind:
             return False

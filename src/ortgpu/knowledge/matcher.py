@@ -149,12 +149,12 @@ def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -
 
 def _claimant(kb: KnowledgeBase, signal: Signal) -> FailureMode | None:
     """The entry whose claim fits the signal most specifically (then the higher priority)."""
-    best: tuple[int, int] | None = None
+    best: tuple[int, int, int] | None = None
     chosen: FailureMode | None = None
     for entry in kb.matchable:
         for claim in entry.claims:
             if claim.accepts(signal.kind, signal.attributes):
-                rank = (claim.specificity, entry.priority)
+                rank = (claim.specificity, claim.closeness(signal.attributes), entry.priority)
                 if best is None or rank > best:
                     best, chosen = rank, entry
     return chosen

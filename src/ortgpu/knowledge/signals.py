@@ -17,6 +17,7 @@ from enum import Enum
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.statuses import CUBLAS, cuda_name, cudnn_name
 
 __all__ = ["FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
@@ -31,6 +32,8 @@ class SignalKind(Enum):
     BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
     PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
     CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
+    CUBLAS_STATUS = "cublas_status"  # a cuBLAS call failed (status by name or number, or just the call)
+    CUDA_ERROR = "cuda_error"  # the CUDA runtime returned an error (cudaError_t by name, number or message)
     TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
     TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
@@ -333,8 +336,16 @@ def _pybind_load_failed(paste: Paste) -> Iterator[Signal]:
 # ---------------------------------------------------------------- cuDNN statuses and failing nodes
 
 _CUDNN_STATUS = re.compile(
-    r"CUDNN(?:_FE)? failure (?P<code>\d{1,6}): (?P<status>CUDNN_[A-Z_]{3,60})"
-    r"|(?<![A-Z_])(?P<bare>CUDNN_STATUS_[A-Z_]{3,60})"
+    r"CUDNN(?:_FE)? (?:failure|error|status)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,6})\b"
+    r"(?:\s{0,3}:?\s{0,3}(?P<status>CUDNN_[A-Z_]{3,60}))?"
+    r"|(?<![A-Z_])(?P<bare>CUDNN_STATUS_[A-Z_]{3,60})",
+    re.IGNORECASE,
+)
+# cuDNN failing without a status: the frontend, a named cuDNN call, an algorithm search
+_CUDNN_CALL = re.compile(
+    r"Failed to initiali[sz]e CUDNN Frontend|CUDNN(?:_FE)? error executing (?P<call>\w{1,60})"
+    r"|(?P<fn>cudnn(?:Find|Get|Create|Convolution|Backend|Set)\w{0,60})[^\n]{0,200}?\b(?:failed|error|fault)\b",
+    re.IGNORECASE,
 )
 _FAILING_NODE = re.compile(r"while running (?P<op>\w{1,60}) node\.\s{0,3}Name:\s{0,3}'(?P<node>[^'\n]{0,300})'")
 
@@ -362,25 +373,113 @@ def _nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | N
 
 
 def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
-    if "CUDNN" not in paste.joined:
+    if "cudnn" not in paste.lowered:
         return
     for index, line in enumerate(paste.lines):
-        if "CUDNN" not in line:
+        if "cudnn" not in line.lower():
             continue
+        values: dict[str, str] = {"returned_by": "cuDNN"}
+        attributes: dict[str, str | int] = {}
         m = _CUDNN_STATUS.search(line)
-        if m is None:
-            continue
-        full = m.group("status") or m.group("bare")
-        status = re.sub(r"^CUDNN_(?:STATUS_)?", "", full)
-        values = {"status": full}
-        if m.group("code"):
-            values["code"] = m.group("code")
+        if m is not None:
+            full = m.group("status") or m.group("bare")
+            if full is None:  # a number only: named from cudnnStatus_t
+                name = cudnn_name(int(m.group("code")))
+                full = f"CUDNN_STATUS_{name}" if name else None
+            if full is not None:
+                full = full.upper()
+                attributes["status"] = re.sub(r"^CUDNN_(?:STATUS_)?", "", full)
+                values["status"] = full
+            if m.group("code"):
+                values["code"] = m.group("code")
+            if full is None and not m.group("code"):
+                continue
+        else:
+            m = _CUDNN_CALL.search(line)
+            if m is None:
+                continue
+            call = m.group("call") or m.group("fn")
+            if call:
+                values["call"] = call
         node = _nearest_node(nodes, index)
         if node is not None:
             values["op"] = node.op
             values["node"] = node.node
-        yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), {"status": status}, values)
+        yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), attributes, values)
         return
+
+
+# ---------------------------------------------------------------- cuBLAS and CUDA runtime statuses
+
+_CUBLAS_STATUS = re.compile(
+    r"CUBLAS(?:_?LT)? (?:failure|error|fault|status)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,3})\b"
+    r"(?:\s{0,3}:?\s{0,3}(?P<status>CUBLAS_STATUS_[A-Z_]{3,40}))?"
+    r"|(?<![A-Z_])(?P<bare>CUBLAS_STATUS_[A-Z_]{3,40})"
+    r"|CUBLAS(?:_?LT)? error executing (?P<call>\w{1,60})"
+    r"|(?P<fn>cublas(?:Lt)?[A-Z]\w{0,60})[^\n]{0,120}?\b(?:failed|returned an? error|error code)\b",
+    re.IGNORECASE,
+)
+_CUDA_STATUS = re.compile(
+    r"CUDA (?:failure|error)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,3})\b\s{0,3}[:(]?\s{0,3}"
+    r"(?P<msg>[a-z][^;()\n]{2,90})?"
+    r"|(?<![A-Za-z])cudaError(?P<name>[A-Z]\w{2,40})"
+    r"|Cuda Error in (?P<fn>\w{1,60}):\s{0,3}(?P<code2>\d{1,3})\s{0,3}\((?P<msg2>[^()\n]{2,90})\)"
+    r"|CUDA error:\s{0,3}(?P<msg3>[a-z][^;\n]{2,90})",
+    re.IGNORECASE,
+)
+
+
+def _library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
+    """The first cuBLAS status and the first CUDA runtime error of the paste, named from their numbers if need be."""
+    low = paste.lowered
+    cublas_done = "cublas" not in low
+    cuda_done = "cuda" not in low
+    for index, line in enumerate(paste.lines):
+        if cublas_done and cuda_done:
+            return
+        line_low = line.lower()
+        if not cublas_done and "cublas" in line_low:
+            m = _CUBLAS_STATUS.search(line)
+            if m is not None:
+                cublas_done = True
+                yield _cublas_signal(m, index, paste, nodes)
+        if not cuda_done and "cuda" in line_low:
+            m = _CUDA_STATUS.search(line)
+            if m is not None:
+                code_text = m.group("code") or m.group("code2")
+                code = int(code_text) if code_text else None
+                name = m.group("name") or cuda_name(code, m.group("msg") or m.group("msg2") or m.group("msg3"))
+                if name is None:
+                    continue
+                cuda_done = True
+                values = {"status": f"cudaError{name}", "returned_by": "the CUDA runtime"}
+                if code is not None:
+                    values["code"] = str(code)
+                if m.group("fn"):
+                    values["call"] = m.group("fn")
+                yield Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), {"status": name}, values)
+
+
+def _cublas_signal(m: re.Match[str], index: int, paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal:
+    full = m.group("status") or m.group("bare")
+    values: dict[str, str] = {"returned_by": "cuBLAS"}
+    attributes: dict[str, str | int] = {}
+    if full is None and m.group("code"):
+        name = CUBLAS.get(int(m.group("code")))
+        full = f"CUBLAS_STATUS_{name}" if name else None
+    if full is not None:
+        values["status"] = full.upper()
+        attributes["status"] = full.upper().removeprefix("CUBLAS_STATUS_")
+    if m.group("code"):
+        values["code"] = m.group("code")
+    call = m.group("call") or m.group("fn")
+    if call:
+        values["call"] = call
+    node = _nearest_node(nodes, index)
+    if node is not None:
+        values["op"] = node.op
+        values["node"] = node.node
+    return Signal(SignalKind.CUBLAS_STATUS, index, paste.starts[index] + m.start(), attributes, values)
 
 
 # ---------------------------------------------------------------- TensorRT build errors
@@ -473,6 +572,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _both_packages(paste),
         _pybind_load_failed(paste),
         _cudnn_statuses(paste, nodes),
+        _library_statuses(paste, nodes),
         _tensorrt(paste),
         _fp16_overflow(paste),
     )
