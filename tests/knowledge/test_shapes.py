@@ -124,3 +124,47 @@ def test_invalid_device_function_is_not_an_invalid_device_ordinal() -> None:
 def test_library_names_without_a_status_are_not_status_failures(text: str) -> None:
     ids = [m.id for m in explain(text).matches]
     assert not {"FM-41", "FM-42", "FM-43", "FM-44", "FM-45", "FM-46"} & set(ids)
+
+
+# ---------------------------------------------------------------- 8. TensorRT's own errors, logged through ORT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a CUDA error inside tactic selection, through ORT's TensorRT logger (old and new logger prefixes)
+        "2021-01-02 03:04:05.000 [W:onnxruntime:Default, tensorrt_execution_provider.h:53 log] [2021-01-02 03:04:05 "
+        "  ERROR] ../builder/tacticOptimizer.cpp (120) - Cuda Error in findFastestTactic: 700 (an illegal memory "
+        "access was encountered)",
+        "[E:onnxruntime:sess, tensorrt_execution_provider.h:88 log] [2025-03-01 10:00:00   ERROR] 10: "
+        "[optimizer.cpp::computeCosts::4100] Error Code 10: Internal Error (Could not find any implementation for node "
+        "{ForeignNode[/blocks.0/Add...]})",
+        "[TensorRT EP] Failed to build the engine for subgraph 3, falling back",
+        "TensorRT EP error: the builder returned a null engine for the fused node",
+        "[TRT] [E] 2: [myelinBuilderUtils.cpp::getMyelinSupportType::1270] Error Code 2: Internal Error (ForeignNode "
+        "does not support)",
+    ],
+)
+def test_tensorrt_builder_errors_are_engine_build_failures(text: str) -> None:
+    assert _top(text)[0] == "FM-75"
+
+
+def test_a_cuda_error_inside_tensorrt_output_is_not_a_cuda_runtime_problem() -> None:
+    text = (
+        "[W:onnxruntime:x, tensorrt_execution_provider.h:84 log] [2024-01-01 00:00:00 WARNING] Skipping tactic 0x0 due "
+        "to exception: CUDA error 2 allocating 12345678-byte buffer: out of memory\n"
+        "[E:onnxruntime:x, tensorrt_execution_provider.h:82 log] [2024-01-01 00:00:00   ERROR] 2: "
+        "[builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error (Assertion engine != nullptr failed.)"
+    )
+    kinds = {s.kind for s in extract_signals(prepare(text))}
+    assert SignalKind.CUDA_ERROR not in kinds and SignalKind.TRT_BUILD_ERROR in kinds
+    assert _top(text)[0] == "FM-75"
+
+
+def test_tensorrt_warnings_and_info_lines_are_not_build_errors() -> None:
+    text = (
+        "[W:onnxruntime:Default, tensorrt_execution_provider.h:60 log] [2024-01-01 00:00:00 WARNING] onnx2trt_utils: "
+        "Your ONNX model has been generated with INT64 weights, attempting to cast down to INT32.\n"
+        "[I:onnxruntime:Default, tensorrt_execution_provider.h:60 log] [2024-01-01 00:00:00 INFO] Detected 1 inputs"
+    )
+    assert SignalKind.TRT_BUILD_ERROR not in {s.kind for s in extract_signals(prepare(text))}

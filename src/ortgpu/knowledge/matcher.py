@@ -187,7 +187,8 @@ def _head(paste: Paste) -> Paste:
     count = max(bisect.bisect_right(paste.starts, WRAP_REPAIR_CHARS) - 1, 1)
     lines = paste.lines[:count]
     joined = "\n".join(lines)
-    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins)
+    logged = frozenset(i for i in paste.logged if i < count)
+    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins, paste.line_origins[:count], logged)
 
 
 def _glued(paste: Paste) -> Paste:

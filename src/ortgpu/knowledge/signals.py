@@ -36,6 +36,7 @@ class SignalKind(Enum):
     CUDA_ERROR = "cuda_error"  # the CUDA runtime returned an error (cudaError_t by name, number or message)
     TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
     TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
+    TRT_BUILD_ERROR = "trt_build_error"  # TensorRT's builder or runtime logged an error through ORT (or its own)
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
 
 
@@ -443,7 +444,7 @@ def _library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[
             if m is not None:
                 cublas_done = True
                 yield _cublas_signal(m, index, paste, nodes)
-        if not cuda_done and "cuda" in line_low:
+        if not cuda_done and "cuda" in line_low and not _trt_logged(paste, index):
             m = _CUDA_STATUS.search(line)
             if m is not None:
                 code_text = m.group("code") or m.group("code2")
@@ -498,13 +499,38 @@ _TRT_UNSUPPORTED = re.compile(
 )
 
 
+# An error TensorRT itself logged: its severity tag, an "Error Code N" status, a CUDA error inside tactic selection,
+# or ORT's TensorRT EP saying it failed.
+_TRT_ERROR = re.compile(
+    r"(?:^|[\[\s])(?:ERROR|E|INTERNAL_ERROR)\]|\bError Code \d{1,3}\s{0,3}:|Cuda Error in \w{0,60}Tactic"
+    r"|\bTensorRT EP\b[^\n]{0,120}?\b(?:failed|error|could not|cannot|unable)\b"
+    r"|\[TensorRT EP\][^\n]{0,120}?\b(?:failed|error|could not|cannot|unable)\b"
+    r"|\bIBuilder::\w{1,60}: Error Code",
+    re.IGNORECASE,
+)
+_TRT_LINE = re.compile(r"tensorrt|\btrt\b|\[TRT\]|tactic|IBuilder|nvinfer|\bmyelin\b", re.IGNORECASE)
+
+
+def _trt_logged(paste: Paste, index: int) -> bool:
+    """Whether a line is TensorRT's own output: logged through ORT's TensorRT logger, or naming TensorRT."""
+    return paste.origin_of(index).startswith("tensorrt") or bool(_TRT_LINE.search(paste.lines[index]))
+
+
 def _tensorrt(paste: Paste) -> Iterator[Signal]:
     low = paste.lowered
     # the unsupported-op wordings are TensorRT's only in its context (the text, or the ORT component that logged)
     in_tensorrt = "tensorrt" in low or "trt" in low or any("tensorrt" in o for o in paste.origins)
     profile_done = False
     unsupported_done = not in_tensorrt
+    build_done = not in_tensorrt
     for index, line in enumerate(paste.lines):
+        if not build_done and _trt_logged(paste, index):
+            m = _TRT_ERROR.search(line)
+            if m and not _TRT_PROFILE.search(line) and not _TRT_UNSUPPORTED.search(line):
+                build_done = True
+                yield Signal(
+                    SignalKind.TRT_BUILD_ERROR, index, paste.starts[index] + m.start(), {}, {"trt_error": line[:200]}
+                )
         if not profile_done:
             m = _TRT_PROFILE.search(line)
             if m:
@@ -519,7 +545,7 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
                 if m.group("dtype"):
                     values["dtype"] = m.group("dtype")
                 yield Signal(SignalKind.TRT_UNSUPPORTED_OP, index, paste.starts[index] + m.start(), {}, values)
-        if profile_done and unsupported_done:
+        if profile_done and unsupported_done and build_done:
             return
 
 
