@@ -238,6 +238,13 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     elif "call" in groups and "returned_by" in groups:
         who = groups["returned_by"]
         parts.append(f"{who[:1].upper()}{who[1:]} failed in {groups['call']}.")
+    if "cuda_only" in groups:
+        parts.append(
+            f"{groups['cuda_only']} is a com.microsoft contrib op that only the CUDA EP implements; this session "
+            "looked for it on the CPU EP."
+        )
+    elif "ep" in groups and hit.entry.id in ("FM-54", "NG-08"):
+        parts.append(f"The EP without a kernel for it: {groups['ep']}.")
     if "dtype" in groups:
         parts.append(f"TensorRT cannot take {groups['dtype']} inputs for that layer.")
     if "providers" in groups:

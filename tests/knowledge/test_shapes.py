@@ -168,3 +168,33 @@ def test_tensorrt_warnings_and_info_lines_are_not_build_errors() -> None:
         "[I:onnxruntime:Default, tensorrt_execution_provider.h:60 log] [2024-01-01 00:00:00 INFO] Detected 1 inputs"
     )
     assert SignalKind.TRT_BUILD_ERROR not in {s.kind for s in extract_signals(prepare(text))}
+
+
+# ---------------------------------------------------------------- 4. a missing kernel: which EP lacks it
+
+
+@pytest.mark.parametrize(
+    ("text", "entry"),
+    [
+        # the CUDA EP named: a CUDA kernel is missing
+        ("Failed to find kernel for LayerNormalization(17) (node:'/ln/LayerNorm' ep:'CUDAExecutionProvider')", "FM-54"),
+        ("Could not find an implementation for Col2Im(18) node with name 'c2i' for CUDAExecutionProvider", "FM-54"),
+        # the CPU EP named, or no EP named: not a CUDA problem
+        (
+            "Failed to find kernel for GroupNorm(1) (node:'/gn' ep:'CPUExecutionProvider'). Kernel not found",
+            "NG-08",
+        ),
+        ("Error: Failed to find kernel for NhwcConv(1) (node conv_17). Kernel not found", "NG-08"),
+        ("NOT_IMPLEMENTED : Could not find an implementation for the node Upsample(9)", "NG-08"),
+        ("[ErrorCode:NotImplemented] Could not find an implementation for FusedMatMul(1) node with name 'fm'", "NG-08"),
+    ],
+)
+def test_a_missing_kernel_is_a_cuda_problem_only_when_the_cuda_ep_lacks_it(text: str, entry: str) -> None:
+    assert _top(text)[0] == entry
+
+
+def test_a_cuda_only_contrib_op_on_the_cpu_says_so() -> None:
+    top = explain("Failed to find kernel for BiasSplitGelu(1) (node mid/bsg). Kernel not found").matches[0]
+    assert top.id == "NG-08"
+    assert "only the CUDA EP implements" in (top.detail or "")
+    assert explain("Failed to find kernel for BiasSplitGelu(1) (node mid/bsg)").verdict is PasteKind.NOT_GPU

@@ -96,7 +96,7 @@ class Example:
     verbatim: bool
 
 
-CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status"})
+CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status", "ep"})
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.statuses import CUBLAS, cuda_name, cudnn_name
 
-__all__ = ["FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
+__all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
 MAX_SIGNALS_PER_KIND = 16  # a log that repeats one failure a thousand times is one failure
 
@@ -37,6 +37,7 @@ class SignalKind(Enum):
     TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
     TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
     TRT_BUILD_ERROR = "trt_build_error"  # TensorRT's builder or runtime logged an error through ORT (or its own)
+    MISSING_KERNEL = "missing_kernel"  # no kernel for a node on the EP it was given to (attribute ep: which EP)
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
 
 
@@ -549,6 +550,60 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
             return
 
 
+# ---------------------------------------------------------------- a node without a kernel, on which EP
+
+_NO_KERNEL = re.compile(
+    r"(?:Could not find an implementation for|Failed to find kernel for|No kernel (?:registered|found) for)"
+    r"\s{1,3}(?:the\s)?(?:node\s)?(?:op\s)?(?P<op>\w{1,80})\((?P<version>\d{1,4})\)(?P<rest>[^\n]{0,300})",
+    re.IGNORECASE,
+)
+_KERNEL_EP = re.compile(r"(?<![A-Za-z])(?P<ep>[A-Za-z]{2,20})ExecutionProvider\b")
+_GPU_EPS = ("cuda", "tensorrt", "rocm", "migraphx", "dml")
+# com.microsoft contrib ops that only the CUDA (or ROCm) EP implements: a model that uses them needs that EP
+CUDA_ONLY_OPS = frozenset(
+    {
+        "BiasSplitGelu",
+        "BiasAdd",
+        "GroupNorm",
+        "SkipGroupNorm",
+        "NhwcConv",
+        "DecoderMaskedSelfAttention",
+        "DecoderMaskedMultiHeadAttention",
+        "GemmFloat8",
+        "PackedAttention",
+        "PackedMultiHeadAttention",
+        "RemovePadding",
+        "RestorePadding",
+        "GatedRelativePositionBias",
+        "LongformerAttention",
+        "DecoderAttention",
+        "BeamSearch",
+        "GreedySearch",
+        "Sampling",
+    }
+)
+
+
+def _missing_kernels(paste: Paste) -> Iterator[Signal]:
+    """The first node ORT has no kernel for, with the EP the message names ("cpu" when it names none: the CPU EP
+    is where ORT looks last, and a GPU EP would have taken the node or said so)."""
+    if "kernel" not in paste.lowered and "implementation" not in paste.lowered:
+        return
+    for index, line in enumerate(paste.lines):
+        m = _NO_KERNEL.search(line)
+        if m is None or m.group("op").startswith("Memcpy"):  # Memcpy nodes are their own entry (NG-13)
+            continue
+        named = _KERNEL_EP.search(m.group("rest")) or _KERNEL_EP.search(line)
+        ep = named.group("ep").lower() if named else "cpu"
+        op = m.group("op")
+        values = {"op": op, "ep": f"{named.group('ep')}ExecutionProvider" if named else "the CPU (none named)"}
+        if op in CUDA_ONLY_OPS and ep not in _GPU_EPS:
+            values["cuda_only"] = op
+        attributes: dict[str, str | int] = {"ep": "gpu" if ep in _GPU_EPS else ep, "op": op}
+        yield Signal(SignalKind.MISSING_KERNEL, index, paste.starts[index] + m.start(), attributes, values)
+        return
+
+
 # ---------------------------------------------------------------- fp16 overflow in prose or logs
 
 _HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
@@ -600,6 +655,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _cudnn_statuses(paste, nodes),
         _library_statuses(paste, nodes),
         _tensorrt(paste),
+        _missing_kernels(paste),
         _fp16_overflow(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
