@@ -238,6 +238,11 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     elif "call" in groups and "returned_by" in groups:
         who = groups["returned_by"]
         parts.append(f"{who[:1].upper()}{who[1:]} failed in {groups['call']}.")
+    if hit.entry.id == "FM-04" and ("arch" in groups or "python" in groups or "installer" in groups):
+        said = [f"installer: {groups['installer']}"] if "installer" in groups else []
+        said += [f"Python {groups['python']}"] if "python" in groups else []
+        said += [f"platform: {groups['arch']}"] if "arch" in groups else []
+        parts.append("No build of it for this setup (" + ", ".join(said) + ").")
     if "cuda_only" in groups:
         parts.append(
             f"{groups['cuda_only']} is a com.microsoft contrib op that only the CUDA EP implements; this session "

@@ -198,3 +198,84 @@ def test_a_cuda_only_contrib_op_on_the_cpu_says_so() -> None:
     assert top.id == "NG-08"
     assert "only the CUDA EP implements" in (top.detail or "")
     assert explain("Failed to find kernel for BiasSplitGelu(1) (node mid/bsg)").verdict is PasteKind.NOT_GPU
+
+
+# ---------------------------------------------------------------- 5. installers other than pip: no build to install
+
+
+@pytest.mark.parametrize(
+    ("text", "installer"),
+    [
+        (
+            "$ uv add onnxruntime-gpu\nerror: Distribution `onnxruntime-gpu==1.20.1 @ registry+https://pypi.org/simple`"
+            " "
+            "can't be installed because it doesn't have a source distribution or wheel for the current platform\n"
+            "hint: You're on Linux (`manylinux_2_35_armv7l`)",
+            "uv",
+        ),
+        (
+            "$ poetry add onnxruntime-gpu\nInstalling onnxruntime-gpu (1.19.2): Failed\n"
+            "RuntimeError\nUnable to find installation candidates for onnxruntime-gpu (1.19.2)",
+            "poetry",
+        ),
+        (
+            "pipenv install onnxruntime\nCRITICAL: Could not find a version that matches onnxruntime==1.8.0 "
+            "(from -r requirements.txt (line 3)) on Python 3.13",
+            "pipenv",
+        ),
+        (
+            "$ conda install onnxruntime-gpu\nPackagesNotFoundError: The following packages are not available from "
+            "current channels:\n\n  - onnxruntime-gpu\n\nCurrent channels:\n  - https://repo.anaconda.com/pkgs/main/win-32",
+            "conda",
+        ),
+        ("error: onnxruntime (v1.21.0) has no wheels with a matching Python ABI tag (e.g., `cp314`)", None),
+    ],
+)
+def test_an_installer_with_nothing_to_install_is_no_wheel(text: str, installer: str | None) -> None:
+    top = explain(text).matches[0]
+    assert top.id == "FM-04"
+    if installer:
+        assert f"installer: {installer}" in (top.detail or "")
+
+
+def test_the_no_wheel_detail_names_python_and_platform_when_given() -> None:
+    text = (
+        "Using CPython 3.13.1\nerror: Distribution `onnxruntime-gpu==1.22.0` can't be installed because it doesn't "
+        "have a source distribution or wheel for the current platform\nhint: You're on Linux (`manylinux_2_39_aarch64`)"
+    )
+    detail = explain(text).matches[0].detail or ""
+    assert "Python 3.13" in detail and "aarch64" in detail
+
+
+def test_another_packages_missing_wheel_is_not_an_onnxruntime_problem() -> None:
+    text = "ERROR: No matching distribution found for tensorflow-gpu==1.15\n(then onnxruntime installed fine)"
+    assert all(m.id != "FM-04" for m in explain(text).matches)
+
+
+# ---------------------------------------------------------------- 6. an application's own "no GPU provider" line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "UserWarning: onnxruntime is missing or does not come with GPU providers, using OpenCV on the CPU (slow)",
+        "[facefusion] CUDA execution provider is not available, falling back to CPU",
+        "ort: GPU provider not available -- running on CPU",
+        "onnx backend: CUDA not available, fall back to CPU (onnxruntime 1.18.0)",
+        "WARNING: no GPU execution providers available in onnxruntime; inference will be slow",
+    ],
+)
+def test_an_apps_own_no_gpu_provider_line_is_the_cpu_package(text: str) -> None:
+    assert _top(text)[0] == "FM-02"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the GPU provider was there and failed: "not available" is the consequence, not a CPU build
+        "Failed to create CUDAExecutionProvider. ... \nCUDA execution provider is not available, falling back to CPU",
+        "torch: CUDA not available, falling back to CPU",  # not about onnxruntime at all
+    ],
+)
+def test_not_available_after_a_failure_or_outside_onnxruntime_is_not_the_cpu_package(text: str) -> None:
+    assert all(m.id != "FM-02" for m in explain(text).matches)

@@ -38,6 +38,9 @@ class SignalKind(Enum):
     TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
     TRT_BUILD_ERROR = "trt_build_error"  # TensorRT's builder or runtime logged an error through ORT (or its own)
     MISSING_KERNEL = "missing_kernel"  # no kernel for a node on the EP it was given to (attribute ep: which EP)
+    NO_WHEEL = (
+        "no_wheel"  # an installer (pip, uv, poetry, pipenv, pdm, conda/mamba) found no onnxruntime build to install
+    )
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
 
 
@@ -224,6 +227,24 @@ _LIST = re.compile(r"\[[^\[\]\n]{1,400}\]|'[^'\n]{1,400}'")
 _NOT_AVAILABLE = re.compile(
     r"(?:CUDA|Tensorrt)ExecutionProvider['\"]?\s{1,3}(?:is\s{1,3})?not\s{1,3}ava\w{0,5}ble", re.IGNORECASE
 )
+# an application's own line for "this onnxruntime has no GPU provider" (it checked get_available_providers())
+_APP_NO_GPU = re.compile(
+    r"(?:doesn't|does not|don't|do not) come with (?:any )?(?:acceleration|gpu|cuda|hardware) providers?"
+    r"|\b(?:cuda|gpu|tensorrt|trt)(?: execution)? providers? (?:is |are )?(?:not|un)\s?(?:available|supported|found)"
+    r"|\bno (?:gpu|cuda|acceleration|accelerated) (?:execution )?providers? (?:is |are )?(?:available|found|present)"
+    r"|\b(?:cuda|gpu) (?:is )?not available[,;:.]? (?:-+ ?)?(?:falling back|fall back|using|switch\w{0,3}|running on)"
+    r"(?: to| on)? (?:the )?cpu"
+    r"|onnxruntime(?:-gpu)? (?:has|with) no (?:gpu|cuda) (?:support|providers?)"
+    r"|onnxruntime (?:is )?(?:the )?cpu[- ]only (?:build|package|version)",
+    re.IGNORECASE,
+)
+# evidence that a GPU provider was there and failed: then "not available" is a consequence, not a CPU build
+_GPU_EP_FAILED = re.compile(
+    r"failed to create (?:cuda|tensorrt)|failed to load|error loading|ep error|cannot open shared object|which is "
+    r"missing|loadlibrary failed|error 126|CUDA failure|CUDNN|CUBLAS",
+    re.IGNORECASE,
+)
+_ORT_CONTEXT = re.compile(r"onnxruntime|\bort\b|ExecutionProvider|\bprovider|onnx", re.IGNORECASE)
 _AVAILABILITY = re.compile(r"available|get_available_providers|get_device\(\)", re.IGNORECASE)
 _CHOICES = re.compile(r"choose from ((?:'[\w-]{1,30}'(?:, ?)?){1,12})", re.IGNORECASE)
 _GPU_CHOICE = re.compile(r"cuda|tensorrt|gpu|rocm|dml|directml|migraphx|openvino", re.IGNORECASE)
@@ -248,7 +269,14 @@ def _provider_lists(line: str) -> Iterator[tuple[int, list[str]]]:
 
 def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
     lines = paste.lines
+    app_check = bool(_ORT_CONTEXT.search(paste.joined)) and not _GPU_EP_FAILED.search(paste.joined)
     for index, line in enumerate(lines):
+        if app_check:
+            m = _APP_NO_GPU.search(line)
+            if m:
+                app_check = False
+                yield Signal(SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index] + m.start(), {}, {})
+                continue
         if "ExecutionProvider" in line:
             previous = lines[index - 1] if index else ""
             listing_only = line.lstrip()[:1] in "[('\""  # a REPL result line: its context is the line above
@@ -604,6 +632,65 @@ def _missing_kernels(paste: Paste) -> Iterator[Signal]:
         return
 
 
+# ---------------------------------------------------------------- an installer finds no onnxruntime for this platform
+
+# Each installer's "nothing to install" wording; the package must be onnxruntime* on the same line or the next ones.
+_NO_CANDIDATE = re.compile(
+    r"No matching distribution found for|Could not find a version that (?:satisfies|matches)"
+    r"|Unable to find (?:installation )?candidates for|doesn't have a source distribution or wheel"
+    r"|does not have a source distribution or wheel|has no wheels? (?:with|for) a matching"
+    r"|only has wheels for the following|no wheels? (?:are )?available for|PackagesNotFoundError"
+    r"|nothing provides (?:requested )?|not available from current channels|is not available for this platform"
+    r"|Could not solve for environment specs"
+    r"|no (?:compatible|matching) (?:wheel|distribution|version)s? (?:found )?for",
+    re.IGNORECASE,
+)
+_ORT_PACKAGE = re.compile(r"(?<![\w-])(onnxruntime(?:[-_][a-z]{2,12}){0,2})(?![\w-])", re.IGNORECASE)
+_INSTALLERS = (
+    ("uv", re.compile(r"\buv (?:sync|pip|add|lock|run)\b|tool\.uv|\bhint: You're on\b", re.IGNORECASE)),
+    ("poetry", re.compile(r"\bpoetry\b", re.IGNORECASE)),
+    ("pipenv", re.compile(r"\bpipenv\b|Pipfile", re.IGNORECASE)),
+    ("pdm", re.compile(r"\bpdm\b", re.IGNORECASE)),
+    ("conda", re.compile(r"\b(?:conda|mamba|micromamba)\b|PackagesNotFoundError|current channels", re.IGNORECASE)),
+    ("pip", re.compile(r"\bpip3?\b|from versions:", re.IGNORECASE)),
+)
+_ARCH = re.compile(
+    r"(?<![A-Za-z0-9])(aarch64|arm64|armv7l|armv6l|ppc64le|s390x|riscv64|x86_64|amd64|win32|win_arm64|i686"
+    r"|macosx_\w{1,40})(?![A-Za-z0-9])"
+)
+_PYTHON = re.compile(r"\b(?:CPython|Python)\s{0,2}v?(3\.\d{1,2})(?:\.\d{1,3})?|\bcp(3\d{1,2})\b")
+
+
+def _no_wheel(paste: Paste) -> Iterator[Signal]:
+    if "onnxruntime" not in paste.lowered:
+        return
+    lines = paste.lines
+    for index, line in enumerate(lines):
+        m = _NO_CANDIDATE.search(line)
+        if m is None:
+            continue
+        package = _ORT_PACKAGE.search(line)
+        listing = line.rstrip().endswith(":") or not re.search(r"\w", line[m.end() :].split(":", 1)[-1][:80])
+        if package is None and listing:
+            # the packages listed under the message (conda's "- onnxruntime-gpu")
+            package = _ORT_PACKAGE.search("\n".join(lines[index + 1 : index + 5]))
+        if package is None:
+            continue
+        context = "\n".join(lines[max(0, index - 6) : index + 6])
+        values = {"package": package.group(1)}
+        installer = next((name for name, p in _INSTALLERS if p.search(context)), None)
+        if installer:
+            values["installer"] = installer
+        arch = _ARCH.search(context)
+        if arch:
+            values["arch"] = arch.group(1)
+        py = _PYTHON.search(context)
+        if py:
+            values["python"] = py.group(1) or f"3.{py.group(2)[1:]}"
+        yield Signal(SignalKind.NO_WHEEL, index, paste.starts[index] + m.start(), {}, values)
+        return
+
+
 # ---------------------------------------------------------------- fp16 overflow in prose or logs
 
 _HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
@@ -656,6 +743,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _library_statuses(paste, nodes),
         _tensorrt(paste),
         _missing_kernels(paste),
+        _no_wheel(paste),
         _fp16_overflow(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
