@@ -279,3 +279,45 @@ def test_an_apps_own_no_gpu_provider_line_is_the_cpu_package(text: str) -> None:
 )
 def test_not_available_after_a_failure_or_outside_onnxruntime_is_not_the_cpu_package(text: str) -> None:
     assert all(m.id != "FM-02" for m in explain(text).matches)
+
+
+# ---------------------------------------------------------------- 7. tool output outweighs the user's prose
+
+
+def test_the_printed_warning_outranks_a_complaint_in_prose() -> None:
+    text = (
+        "2025-02-01 09:00:00.1 [W:onnxruntime:, session_state.cc:1280 VerifyEachNodeIsAssignedToAnEp] Some nodes were "
+        "not assigned to the preferred execution providers which may or may not have an negative impact on "
+        "performance.\n"
+        "We see that the first inference for each new image shape is really slow with our GPU build."
+    )
+    ids = [m.id for m in explain(text).matches]
+    assert ids[0] == "FM-65" and "FM-48" in ids  # the complaint is still listed, below the log evidence
+
+
+def test_prose_alone_is_still_diagnosed() -> None:
+    text = "I see that the first inference for every new input shape is really slow on the GPU"
+    assert _top(text)[0] == "FM-48"
+
+
+def test_a_bare_error_line_is_not_demoted_below_a_logged_warning() -> None:
+    """An error line without log marks is not prose: it keeps its rank above a benign logged warning."""
+    text = (
+        "[W:onnxruntime:, session_state.cc:1280 VerifyEachNodeIsAssignedToAnEp] Some nodes were not assigned to the "
+        "preferred execution providers\nCUDA failure 35: CUDA driver version is insufficient for CUDA runtime version"
+    )
+    assert _top(text)[0] == "FM-34"
+
+
+def test_a_one_line_lookahead_does_not_match_across_glued_lines() -> None:
+    """Lines are glued to repair mid-word wrapping; a test of one line ("slow" and "shape" on it) must not span two."""
+    text = "It prints a warning about shape related ops on the CPU.\nOverall inference remains very slow for us."
+    assert "FM-48" not in [m.id for m in explain(text).matches]
+
+
+def test_a_path_with_a_pronoun_in_it_is_not_prose() -> None:
+    text = (
+        '[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "" when trying to load '
+        '"C:\\Users\\me\\our\\onnxruntime_providers_cuda.dll"\nFailed to create CUDAExecutionProvider.'
+    )
+    assert _top(text)[0] == "FM-21"
