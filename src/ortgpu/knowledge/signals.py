@@ -582,7 +582,8 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
 
 _NO_KERNEL = re.compile(
     r"(?:Could not find an implementation for|Failed to find kernel for|No kernel (?:registered|found) for)"
-    r"\s{1,3}(?:the\s)?(?:node\s)?(?:op\s)?(?P<op>\w{1,80})\((?P<version>\d{1,4})\)(?P<rest>[^\n]{0,300})",
+    r"\s{1,3}(?:the\s)?(?:node\s)?(?:op\s)?(?:(?P<domain>[a-z][a-z0-9_]{0,30}(?:\.[a-z0-9_]{1,30}){0,4})\.)?"
+    r"(?P<op>\w{1,80})\((?P<version>\d{1,4})\)(?P<rest>[^\n]{0,300})",
     re.IGNORECASE,
 )
 _KERNEL_EP = re.compile(r"(?<![A-Za-z])(?P<ep>[A-Za-z]{2,20})ExecutionProvider\b")
@@ -625,6 +626,8 @@ def _missing_kernels(paste: Paste) -> Iterator[Signal]:
         ep = named.group("ep").lower() if named else "cpu"
         op = m.group("op")
         values = {"op": op, "ep": f"{named.group('ep')}ExecutionProvider" if named else "the CPU (none named)"}
+        if m.group("domain"):
+            values["domain"] = m.group("domain")
         if op in CUDA_ONLY_OPS and ep not in _GPU_EPS:
             values["cuda_only"] = op
         attributes: dict[str, str | int] = {"ep": "gpu" if ep in _GPU_EPS else ep, "op": op}
