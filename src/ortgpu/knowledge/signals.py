@@ -11,58 +11,15 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Iterator
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
-from ortgpu.knowledge.statuses import CUBLAS, cuda_name, cudnn_name
+from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
+from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
+from ortgpu.knowledge.statuses import cudnn_name
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
-
-MAX_SIGNALS_PER_KIND = 16  # a log that repeats one failure a thousand times is one failure
-
-
-class SignalKind(Enum):
-    """What a signal says about the paste."""
-
-    MISSING_LIBRARY = "missing_library"  # a named shared library / DLL could not be found or loaded
-    CPU_ONLY_PROVIDERS = "cpu_only_providers"  # the installed onnxruntime has no GPU provider at all
-    BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
-    PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
-    CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
-    CUBLAS_STATUS = "cublas_status"  # a cuBLAS call failed (status by name or number, or just the call)
-    CUDA_ERROR = "cuda_error"  # the CUDA runtime returned an error (cudaError_t by name, number or message)
-    TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
-    TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
-    TRT_BUILD_ERROR = "trt_build_error"  # TensorRT's builder or runtime logged an error through ORT (or its own)
-    MISSING_KERNEL = "missing_kernel"  # no kernel for a node on the EP it was given to (attribute ep: which EP)
-    NO_WHEEL = (
-        "no_wheel"  # an installer (pip, uv, poetry, pipenv, pdm, conda/mamba) found no onnxruntime build to install
-    )
-    FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
-
-
-@dataclass(frozen=True)
-class Signal:
-    """One structural fact, where it was seen, the attributes entries claim it by, and what to tell the user."""
-
-    kind: SignalKind
-    line_index: int
-    position: int  # offset in Paste.joined
-    attributes: Mapping[str, str | int] = field(default_factory=dict)  # matched against entries' claims
-    values: Mapping[str, str] = field(default_factory=dict)  # the specifics shown to the user
-
-
-@dataclass(frozen=True)
-class FailingNode:
-    """The node ORT names in "Non-zero status code returned while running <op> node. Name:'<node>'"."""
-
-    op: str
-    node: str
-    line_index: int
-
 
 # ORT's fused kernels and the ONNX ops they replace, for errors that name the fused node.
 FUSED_OPS: dict[str, str] = {
@@ -394,14 +351,6 @@ def failing_nodes(paste: Paste) -> tuple[FailingNode, ...]:
     return tuple(found)
 
 
-def _nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | None:
-    near = [n for n in nodes if abs(n.line_index - index) <= 3]
-    if not near:
-        return None
-    best = min(abs(n.line_index - index) for n in near)
-    return [n for n in near if abs(n.line_index - index) == best][-1]
-
-
 def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
     if "cudnn" not in paste.lowered:
         return
@@ -431,85 +380,12 @@ def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Si
             call = m.group("call") or m.group("fn")
             if call:
                 values["call"] = call
-        node = _nearest_node(nodes, index)
+        node = nearest_node(nodes, index)
         if node is not None:
             values["op"] = node.op
             values["node"] = node.node
         yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), attributes, values)
         return
-
-
-# ---------------------------------------------------------------- cuBLAS and CUDA runtime statuses
-
-_CUBLAS_STATUS = re.compile(
-    r"CUBLAS(?:_?LT)? (?:failure|error|fault|status)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,3})\b"
-    r"(?:\s{0,3}:?\s{0,3}(?P<status>CUBLAS_STATUS_[A-Z_]{3,40}))?"
-    r"|(?<![A-Z_])(?P<bare>CUBLAS_STATUS_[A-Z_]{3,40})"
-    r"|CUBLAS(?:_?LT)? error executing (?P<call>\w{1,60})"
-    r"|(?P<fn>cublas(?:Lt)?[A-Z]\w{0,60})[^\n]{0,120}?\b(?:failed|returned an? error|error code)\b",
-    re.IGNORECASE,
-)
-_CUDA_STATUS = re.compile(
-    r"CUDA (?:failure|error)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,3})\b\s{0,3}[:(]?\s{0,3}"
-    r"(?P<msg>[a-z][^;()\n]{2,90})?"
-    r"|(?<![A-Za-z])cudaError(?P<name>[A-Z]\w{2,40})"
-    r"|Cuda Error in (?P<fn>\w{1,60}):\s{0,3}(?P<code2>\d{1,3})\s{0,3}\((?P<msg2>[^()\n]{2,90})\)"
-    r"|CUDA error:\s{0,3}(?P<msg3>[a-z][^;\n]{2,90})",
-    re.IGNORECASE,
-)
-
-
-def _library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
-    """The first cuBLAS status and the first CUDA runtime error of the paste, named from their numbers if need be."""
-    low = paste.lowered
-    cublas_done = "cublas" not in low
-    cuda_done = "cuda" not in low
-    for index, line in enumerate(paste.lines):
-        if cublas_done and cuda_done:
-            return
-        line_low = line.lower()
-        if not cublas_done and "cublas" in line_low:
-            m = _CUBLAS_STATUS.search(line)
-            if m is not None:
-                cublas_done = True
-                yield _cublas_signal(m, index, paste, nodes)
-        if not cuda_done and "cuda" in line_low and not _trt_logged(paste, index):
-            m = _CUDA_STATUS.search(line)
-            if m is not None:
-                code_text = m.group("code") or m.group("code2")
-                code = int(code_text) if code_text else None
-                name = m.group("name") or cuda_name(code, m.group("msg") or m.group("msg2") or m.group("msg3"))
-                if name is None:
-                    continue
-                cuda_done = True
-                values = {"status": f"cudaError{name}", "returned_by": "the CUDA runtime"}
-                if code is not None:
-                    values["code"] = str(code)
-                if m.group("fn"):
-                    values["call"] = m.group("fn")
-                yield Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), {"status": name}, values)
-
-
-def _cublas_signal(m: re.Match[str], index: int, paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal:
-    full = m.group("status") or m.group("bare")
-    values: dict[str, str] = {"returned_by": "cuBLAS"}
-    attributes: dict[str, str | int] = {}
-    if full is None and m.group("code"):
-        name = CUBLAS.get(int(m.group("code")))
-        full = f"CUBLAS_STATUS_{name}" if name else None
-    if full is not None:
-        values["status"] = full.upper()
-        attributes["status"] = full.upper().removeprefix("CUBLAS_STATUS_")
-    if m.group("code"):
-        values["code"] = m.group("code")
-    call = m.group("call") or m.group("fn")
-    if call:
-        values["call"] = call
-    node = _nearest_node(nodes, index)
-    if node is not None:
-        values["op"] = node.op
-        values["node"] = node.node
-    return Signal(SignalKind.CUBLAS_STATUS, index, paste.starts[index] + m.start(), attributes, values)
 
 
 # ---------------------------------------------------------------- TensorRT build errors
@@ -537,12 +413,6 @@ _TRT_ERROR = re.compile(
     r"|\bIBuilder::\w{1,60}: Error Code",
     re.IGNORECASE,
 )
-_TRT_LINE = re.compile(r"tensorrt|\btrt\b|\[TRT\]|tactic|IBuilder|nvinfer|\bmyelin\b", re.IGNORECASE)
-
-
-def _trt_logged(paste: Paste, index: int) -> bool:
-    """Whether a line is TensorRT's own output: logged through ORT's TensorRT logger, or naming TensorRT."""
-    return paste.origin_of(index).startswith("tensorrt") or bool(_TRT_LINE.search(paste.lines[index]))
 
 
 def _tensorrt(paste: Paste) -> Iterator[Signal]:
@@ -553,7 +423,7 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
     unsupported_done = not in_tensorrt
     build_done = not in_tensorrt
     for index, line in enumerate(paste.lines):
-        if not build_done and _trt_logged(paste, index):
+        if not build_done and trt_logged(paste, index):
             m = _TRT_ERROR.search(line)
             if m and not _TRT_PROFILE.search(line) and not _TRT_UNSUPPORTED.search(line):
                 build_done = True
@@ -576,122 +446,6 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
                 yield Signal(SignalKind.TRT_UNSUPPORTED_OP, index, paste.starts[index] + m.start(), {}, values)
         if profile_done and unsupported_done and build_done:
             return
-
-
-# ---------------------------------------------------------------- a node without a kernel, on which EP
-
-_NO_KERNEL = re.compile(
-    r"(?:Could not find an implementation for|Failed to find kernel for|No kernel (?:registered|found) for)"
-    r"\s{1,3}(?:the\s)?(?:node\s)?(?:op\s)?(?:(?P<domain>[a-z][a-z0-9_]{0,30}(?:\.[a-z0-9_]{1,30}){0,4})\.)?"
-    r"(?P<op>\w{1,80})\((?P<version>\d{1,4})\)(?P<rest>[^\n]{0,300})",
-    re.IGNORECASE,
-)
-_KERNEL_EP = re.compile(r"(?<![A-Za-z])(?P<ep>[A-Za-z]{2,20})ExecutionProvider\b")
-_GPU_EPS = ("cuda", "tensorrt", "rocm", "migraphx", "dml")
-# com.microsoft contrib ops that only the CUDA (or ROCm) EP implements: a model that uses them needs that EP
-CUDA_ONLY_OPS = frozenset(
-    {
-        "BiasSplitGelu",
-        "BiasAdd",
-        "GroupNorm",
-        "SkipGroupNorm",
-        "NhwcConv",
-        "DecoderMaskedSelfAttention",
-        "DecoderMaskedMultiHeadAttention",
-        "GemmFloat8",
-        "PackedAttention",
-        "PackedMultiHeadAttention",
-        "RemovePadding",
-        "RestorePadding",
-        "GatedRelativePositionBias",
-        "LongformerAttention",
-        "DecoderAttention",
-        "BeamSearch",
-        "GreedySearch",
-        "Sampling",
-    }
-)
-
-
-def _missing_kernels(paste: Paste) -> Iterator[Signal]:
-    """The first node ORT has no kernel for, with the EP the message names ("cpu" when it names none: the CPU EP
-    is where ORT looks last, and a GPU EP would have taken the node or said so)."""
-    if "kernel" not in paste.lowered and "implementation" not in paste.lowered:
-        return
-    for index, line in enumerate(paste.lines):
-        m = _NO_KERNEL.search(line)
-        if m is None or m.group("op").startswith("Memcpy"):  # Memcpy nodes are their own entry (NG-13)
-            continue
-        named = _KERNEL_EP.search(m.group("rest")) or _KERNEL_EP.search(line)
-        ep = named.group("ep").lower() if named else "cpu"
-        op = m.group("op")
-        values = {"op": op, "ep": f"{named.group('ep')}ExecutionProvider" if named else "the CPU (none named)"}
-        if m.group("domain"):
-            values["domain"] = m.group("domain")
-        if op in CUDA_ONLY_OPS and ep not in _GPU_EPS:
-            values["cuda_only"] = op
-        attributes: dict[str, str | int] = {"ep": "gpu" if ep in _GPU_EPS else ep, "op": op}
-        yield Signal(SignalKind.MISSING_KERNEL, index, paste.starts[index] + m.start(), attributes, values)
-        return
-
-
-# ---------------------------------------------------------------- an installer finds no onnxruntime for this platform
-
-# Each installer's "nothing to install" wording; the package must be onnxruntime* on the same line or the next ones.
-_NO_CANDIDATE = re.compile(
-    r"No matching distribution found for|Could not find a version that (?:satisfies|matches)"
-    r"|Unable to find (?:installation )?candidates for|doesn't have a source distribution or wheel"
-    r"|does not have a source distribution or wheel|has no wheels? (?:with|for) a matching"
-    r"|only has wheels for the following|no wheels? (?:are )?available for|PackagesNotFoundError"
-    r"|nothing provides (?:requested )?|not available from current channels|is not available for this platform"
-    r"|Could not solve for environment specs"
-    r"|no (?:compatible|matching) (?:wheel|distribution|version)s? (?:found )?for",
-    re.IGNORECASE,
-)
-_ORT_PACKAGE = re.compile(r"(?<![\w-])(onnxruntime(?:[-_][a-z]{2,12}){0,2})(?![\w-])", re.IGNORECASE)
-_INSTALLERS = (
-    ("uv", re.compile(r"\buv (?:sync|pip|add|lock|run)\b|tool\.uv|\bhint: You're on\b", re.IGNORECASE)),
-    ("poetry", re.compile(r"\bpoetry\b", re.IGNORECASE)),
-    ("pipenv", re.compile(r"\bpipenv\b|Pipfile", re.IGNORECASE)),
-    ("pdm", re.compile(r"\bpdm\b", re.IGNORECASE)),
-    ("conda", re.compile(r"\b(?:conda|mamba|micromamba)\b|PackagesNotFoundError|current channels", re.IGNORECASE)),
-    ("pip", re.compile(r"\bpip3?\b|from versions:", re.IGNORECASE)),
-)
-_ARCH = re.compile(
-    r"(?<![A-Za-z0-9])(aarch64|arm64|armv7l|armv6l|ppc64le|s390x|riscv64|x86_64|amd64|win32|win_arm64|i686"
-    r"|macosx_\w{1,40})(?![A-Za-z0-9])"
-)
-_PYTHON = re.compile(r"\b(?:CPython|Python)\s{0,2}v?(3\.\d{1,2})(?:\.\d{1,3})?|\bcp(3\d{1,2})\b")
-
-
-def _no_wheel(paste: Paste) -> Iterator[Signal]:
-    if "onnxruntime" not in paste.lowered:
-        return
-    lines = paste.lines
-    for index, line in enumerate(lines):
-        m = _NO_CANDIDATE.search(line)
-        if m is None:
-            continue
-        package = _ORT_PACKAGE.search(line)
-        listing = line.rstrip().endswith(":") or not re.search(r"\w", line[m.end() :].split(":", 1)[-1][:80])
-        if package is None and listing:
-            # the packages listed under the message (conda's "- onnxruntime-gpu")
-            package = _ORT_PACKAGE.search("\n".join(lines[index + 1 : index + 5]))
-        if package is None:
-            continue
-        context = "\n".join(lines[max(0, index - 6) : index + 6])
-        values = {"package": package.group(1)}
-        installer = next((name for name, p in _INSTALLERS if p.search(context)), None)
-        if installer:
-            values["installer"] = installer
-        arch = _ARCH.search(context)
-        if arch:
-            values["arch"] = arch.group(1)
-        py = _PYTHON.search(context)
-        if py:
-            values["python"] = py.group(1) or f"3.{py.group(2)[1:]}"
-        yield Signal(SignalKind.NO_WHEEL, index, paste.starts[index] + m.start(), {}, values)
-        return
 
 
 # ---------------------------------------------------------------- fp16 overflow in prose or logs
@@ -743,10 +497,10 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _both_packages(paste),
         _pybind_load_failed(paste),
         _cudnn_statuses(paste, nodes),
-        _library_statuses(paste, nodes),
+        library_statuses(paste, nodes),
         _tensorrt(paste),
-        _missing_kernels(paste),
-        _no_wheel(paste),
+        missing_kernels(paste),
+        no_wheel(paste),
         _fp16_overflow(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
