@@ -1,10 +1,12 @@
-"""Accuracy of `ortgpu explain` on a second, fresh set of real pastes: labelled before any run, no code changed.
+"""Accuracy of `ortgpu explain` on a fresh set of real pastes: labelled before any run, no code changed.
 
-The pastes, their sources and the expected diagnoses are in benchmarks/data/explain_pastes_fresh.json. Scoring is the
-held-out benchmark's own (benchmarks/explain_heldout.py): a paste counts as diagnosed when explain's top match is one of
-its expected entries.
+By default the second set (benchmarks/data/explain_pastes_fresh.json, split 'fresh'); `--data`, `--split`, `--name` and
+`--title` point it at another set of the same schema. Scoring is the held-out benchmark's own
+(benchmarks/explain_heldout.py): a paste counts as diagnosed when explain's top match is one of its expected entries.
 
     python benchmarks/explain_fresh.py --out benchmarks/results --stamp 2026-12-01
+    python benchmarks/explain_fresh.py --data benchmarks/data/explain_pastes_third.json --split third --name third \
+        --title "third measurement" --out benchmarks/results --stamp 2026-12-01
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -24,6 +27,7 @@ from ortgpu.explain import explain
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "explain_pastes_fresh.json"
 SPLIT = "fresh"
+TITLE = "second measurement"
 
 
 def _said(text: str) -> dict:
@@ -37,24 +41,26 @@ def _said(text: str) -> dict:
 
 
 def _markdown(doc: dict) -> str:
-    s = doc["summary"][SPLIT]
+    split = doc.get("split", SPLIT)
+    s = doc["summary"][split]
     looked = doc.get("looked", [])
-    title = "second measurement" if not looked else "a re-run after rules were written for its misses: NOT unseen"
+    title = doc.get("title", TITLE) if not looked else "a re-run after rules were written for its misses: NOT unseen"
     lines = [
         f"# `ortgpu explain` on a fresh set of real pastes ({title})",
         "",
         f"Command: `{doc['command']}`  ",
-        f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: `benchmarks/data/explain_pastes_fresh.json` "
+        f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}; data: "
+        f"`{doc.get('data', 'benchmarks/data/explain_pastes_fresh.json')}` "
         f"({s['n']} pastes from {doc['projects']} projects).",
         "",
         *[f"- {note}" for note in doc["notes"]],
         "",
         "| set | pastes | diagnosed | accuracy | not recognised |",
         "|---|---|---|---|---|",
-        f"| fresh | {s['n']} | {s['correct']} | {s['accuracy']:.1%} | {s['not_recognised']} |",
+        f"| {split} | {s['n']} | {s['correct']} | {s['accuracy']:.1%} | {s['not_recognised']} |",
     ]
     amb = doc["summary"]["unambiguous"]
-    lines.append(f"| fresh, labels not marked AMBIGUOUS | {amb['n']} | {amb['correct']} | {amb['accuracy']:.1%} | |")
+    lines.append(f"| {split}, labels not marked AMBIGUOUS | {amb['n']} | {amb['correct']} | {amb['accuracy']:.1%} | |")
     if looked:
         lines.append(
             f"\nLooked at and acted on after the first measurement (no longer unseen): {', '.join(looked)}. "
@@ -85,7 +91,10 @@ def _markdown(doc: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the labelled pastes (JSON, the held-out set's schema)")
-    parser.add_argument("--out", type=Path, help="folder for <stamp>-cpu-explain-fresh.json and .md")
+    parser.add_argument("--split", default=SPLIT, help="the split of the data file to score")
+    parser.add_argument("--name", default="fresh", help="the record's name: <stamp>-cpu-explain-<name>.json and .md")
+    parser.add_argument("--title", default=TITLE, help="what this measurement is, for the record's heading")
+    parser.add_argument("--out", type=Path, help="folder for <stamp>-cpu-explain-<name>.json and .md")
     parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--note", action="append", default=[], help="a line for the record's notes (repeatable)")
     parser.add_argument(
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r["note"] = by_id[r["id"]].get("note", "")
         r["said"] = _said(by_id[r["id"]]["text"])
-    summary = summarise(rows, splits=(SPLIT,))
+    summary = summarise(rows, splits=(args.split,))
     clear = [r for r in rows if "AMBIGUOUS" not in r["note"]]
     right = sum(r["correct"] for r in clear)
     summary["unambiguous"] = {
@@ -112,15 +121,35 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         mark = "ok  " if r["correct"] else "MISS"
         print(f"{mark} {r['id']} {r['class']:<14} expected {','.join(r['expected']):<22} got {r['got']}")
-    p = summary[SPLIT]
-    print(f"{SPLIT}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
+    p = summary[args.split]
+    print(f"{args.split}: {p['correct']}/{p['n']} = {p['accuracy']:.1%} (not recognised: {p['not_recognised']})")
     u = summary["unambiguous"]
     print(f"labels not marked AMBIGUOUS: {u['correct']}/{u['n']} = {u['accuracy']:.1%}")
     if args.out:
+        options = []
+        if args.data != DATA:
+            options += ["--data", args.data.as_posix()]
+        for flag, value, default in (
+            ("--split", args.split, SPLIT),
+            ("--name", args.name, "fresh"),
+            ("--title", args.title, TITLE),
+        ):
+            if value != default:
+                options += [flag, value]
+        options += ["--out", args.out.as_posix(), "--stamp", args.stamp]
+        command = "python benchmarks/explain_fresh.py " + shlex.join(options)
+        if looked:
+            command += f" --looked {args.looked}"
+        if args.note:
+            command += " --note ... (the notes below)"
         doc = {
             "schema": "ortgpu.bench-explain-fresh/v1",
-            "command": f"python benchmarks/explain_fresh.py --out {args.out.as_posix()} --stamp {args.stamp}"
-            + (f" --looked {args.looked} --note ... (the notes below)" if looked else ""),
+            "command": command,
+            "data": args.data.resolve().relative_to(HERE.parent).as_posix()
+            if args.data.resolve().is_relative_to(HERE.parent)
+            else args.data.as_posix(),
+            "split": args.split,
+            "title": args.title,
             "looked": looked,
             "ortgpu_version": __version__,
             "python": platform.python_version(),
@@ -130,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
         }
         args.out.mkdir(parents=True, exist_ok=True)
-        base = args.out / f"{args.stamp}-cpu-explain-fresh"
+        base = args.out / f"{args.stamp}-cpu-explain-{args.name}"
         base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
         print(f"wrote {base}.json and .md")

@@ -252,12 +252,14 @@ def markdown(report: dict) -> str:
         lines += [
             "## infer (local workers) vs a bare loop of the same verified session and batch",
             "",
-            "| round | infer rows/s | bare rows/s | ratio |",
-            "|---|---|---|---|",
+            "| round | ran first | infer rows/s | bare rows/s | ratio |",
+            "|---|---|---|---|---|",
         ]
         for i, r in enumerate(infer["rounds"]):
+            first = "infer" if i % 2 == 0 else "bare"  # A B, then B A: an even number of rounds balances the order
             lines.append(
-                f"| {i + 1} | {r['infer']['rows_per_s']:,.0f} | {r['bare']['rows_per_s']:,.0f} | {r['ratio']:.3f} |"
+                f"| {i + 1} | {first} | {r['infer']['rows_per_s']:,.0f} | {r['bare']['rows_per_s']:,.0f} "
+                f"| {r['ratio']:.3f} |"
             )
         lines += [
             "",
@@ -348,7 +350,12 @@ def main() -> int:
     parser.add_argument("--devices", help="default: 0 on cuda, cpu:1 on cpu")
     parser.add_argument("--batch", type=int)
     parser.add_argument("--files", type=int, help="dataset files of --batch rows (default 160 on cuda, 40 on cpu)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="interleaved rounds (A B, B A, ...); keep it even so each side runs first as often",
+    )
     parser.add_argument("--duration", type=float, default=2.0, help="bench: timed seconds per side and round")
     parser.add_argument("--work", type=Path)
     parser.add_argument(

@@ -21,6 +21,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 NV=$(python3 -c 'import nvidia;print(list(nvidia.__path__)[0])')
 base_ld=${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv >> "$log" 2>&1
+python3 -m pip list --format=freeze > "$res/pip-list.txt" 2>&1  # what the image has (packing Ray for it)
 # install: the [gpu] extra's situation — nvidia-* CUDA 13 / cuDNN 9 wheels importable, LD_LIBRARY_PATH without them
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 COLUMNS=160
 have benchmarks/h200_install.sh && step install 120 bash benchmarks/h200_install.sh "$res/install"
@@ -29,7 +30,7 @@ have benchmarks/h200_tune.py && step tune 420 python3 benchmarks/h200_tune.py "$
 have benchmarks/h200_warmup_fidelity.py && step warmup 150 python3 benchmarks/h200_warmup_fidelity.py "$res/warmup" --rounds 3 --work /tmp/models
 have benchmarks/h200_fp16_compare.py && step fp16 240 python3 benchmarks/h200_fp16_compare.py "$res/fp16" --work /tmp/models
 have benchmarks/h200_profile.py && step profile 150 python3 benchmarks/h200_profile.py "$res/profile" --work /tmp/models
-have benchmarks/h200_scale.py && step scale 150 python3 benchmarks/h200_scale.py "$res/scale" --rounds 3 --duration 2.0 --work /tmp/models --only infer bench
+have benchmarks/h200_scale.py && step scale 200 python3 benchmarks/h200_scale.py "$res/scale" --rounds 4 --duration 2.0 --work /tmp/models --only infer bench
 # infer --ray: needs Ray in /tmp/site (benchmarks/h200_ray_install.sh in an earlier call of this lease)
 have benchmarks/h200_scale.py && step scale-ray 180 python3 benchmarks/h200_scale.py "$res/scale-ray" --only ray --work /tmp/models
 have benchmarks/h200_doctor_speed.sh && step doctor-speed 90 bash benchmarks/h200_doctor_speed.sh "$res/doctor-speed"

@@ -232,7 +232,24 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
         parts.append(_op_sentence(hit.entry.id, groups["op"]))
     if "status" in groups:
         code = f" (code {groups['code']})" if "code" in groups else ""
-        parts.append(f"cuDNN returned {groups['status']}{code}.")
+        call = f" in {groups['call']}" if "call" in groups else ""
+        who = groups.get("returned_by", "cuDNN")
+        parts.append(f"{who[:1].upper()}{who[1:]} returned {groups['status']}{code}{call}.")
+    elif "call" in groups and "returned_by" in groups:
+        who = groups["returned_by"]
+        parts.append(f"{who[:1].upper()}{who[1:]} failed in {groups['call']}.")
+    if hit.entry.id == "FM-04" and ("arch" in groups or "python" in groups or "installer" in groups):
+        said = [f"installer: {groups['installer']}"] if "installer" in groups else []
+        said += [f"Python {groups['python']}"] if "python" in groups else []
+        said += [f"platform: {groups['arch']}"] if "arch" in groups else []
+        parts.append("No build of it for this setup (" + ", ".join(said) + ").")
+    if "cuda_only" in groups:
+        parts.append(
+            f"{groups['cuda_only']} is a com.microsoft contrib op that only the CUDA EP implements; this session "
+            "looked for it on the CPU EP."
+        )
+    elif "ep" in groups and hit.entry.id in ("FM-54", "NG-08"):
+        parts.append(f"The EP without a kernel for it: {groups['ep']}.")
     if "dtype" in groups:
         parts.append(f"TensorRT cannot take {groups['dtype']} inputs for that layer.")
     if "providers" in groups:

@@ -171,3 +171,34 @@ def test_quick_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert code in (0, 3)
     out = capsys.readouterr().out
     assert '"schema": "ortgpu.doctor/v1"' in out
+
+
+def test_the_child_imports_onnxruntime_while_the_probes_still_run(tmp_path: Path, monkeypatch) -> None:
+    # the child's `import onnxruntime` is its slowest part before the session: it must not wait for the ELF reads
+    import ortgpu.doctor.machine as machine_module
+
+    machine = _machine(tmp_path)
+    stamp = tmp_path / "imported-at"
+    (machine.site / "onnxruntime" / "__init__.py").write_text(
+        f"import time\nopen({str(stamp)!r}, 'w').write(repr(time.time()))\n"
+    )
+    read_elf_files = machine_module._provider_libraries
+    finished: list[float] = []
+
+    def slow_provider_libraries(*args, **kwargs):
+        time.sleep(1.5)
+        finished.append(time.time())
+        return read_elf_files(*args, **kwargs)
+
+    monkeypatch.setattr(machine_module, "_provider_libraries", slow_provider_libraries)
+    report = diagnose(probes=machine.probes())
+    assert report.load_attempt is not None and report.load_attempt.session_requested
+    assert report.load_attempt.ort_file is None  # the fake package has no set_default_logger_severity: reported
+    assert float(stamp.read_text()) < finished[0], "the child imported onnxruntime only after the probes"
+
+
+def test_quick_starts_no_child(tmp_path: Path, monkeypatch) -> None:
+    started: list[object] = []
+    probes = replace(_machine(tmp_path).probes(), prestart=lambda *a, **k: started.append(a))
+    report = diagnose(probes=probes, quick=True)
+    assert started == [] and report.load_attempt is None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.support.fake_libs import build_lib, needs_gcc
 
-from ortgpu.host.load_attempt import LoadOutcome, attempt_load, provider_libraries
+from ortgpu.host.load_attempt import LoadOutcome, PrestartedChild, attempt_load, provider_libraries
 
 pytestmark = needs_gcc
 
@@ -78,3 +78,64 @@ def test_session_on_a_cpu_build_is_reported_as_a_fallback(tmp_path) -> None:
     assert "instead of CUDAExecutionProvider" in result.error
     assert result.ort_version == onnxruntime.__version__
     assert shared in result.mapped
+
+
+def _fake_onnxruntime(site: Path, init: str) -> Path:
+    package = site / "onnxruntime"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(init)
+    return site
+
+
+def _children() -> set[int]:
+    """This process's live child processes (from /proc)."""
+    out: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            out |= {int(pid) for pid in (task / "children").read_text().split()}
+        except OSError:
+            continue
+    return out
+
+
+def test_a_prestarted_child_answers_as_a_fresh_one(tmp_path) -> None:
+    libs = _providers(tmp_path, ["libcublasLt.so.97"])
+    site = _fake_onnxruntime(tmp_path / "site", "__version__ = '1.31.1'\n")
+    env = {"PATH": os.environ.get("PATH", "")}
+    fresh = attempt_load(libs, session=True, module_parent=site, env=env)
+    child = PrestartedChild(site, env=env)
+    warm = attempt_load(libs, session=True, module_parent=site, env=env, child=child)
+    assert warm.outcome is fresh.outcome is LoadOutcome.LIBRARY_FAILED
+    assert warm.error == fresh.error == "libcublasLt.so.97: cannot open shared object file: No such file or directory"
+    assert warm.libraries == fresh.libraries
+
+
+def test_a_prestarted_child_reports_the_genuine_import_error(tmp_path) -> None:
+    # the pre-import fails first; the script's own import must fail the same way, not on a half-imported module
+    libs = _providers(tmp_path, [])
+    site = _fake_onnxruntime(tmp_path / "site", "raise ImportError('libonnxruntime.so.1: cannot open shared object')\n")
+    env = {"PATH": os.environ.get("PATH", "")}
+    fresh = attempt_load(libs, session=True, module_parent=site, env=env)
+    warm = attempt_load(libs, session=True, module_parent=site, env=env, child=PrestartedChild(site, env=env))
+    assert warm.session_error == fresh.session_error
+    assert warm.session_error == "ImportError: libonnxruntime.so.1: cannot open shared object"
+
+
+def test_a_prestarted_child_for_another_onnxruntime_is_ended_and_not_used(tmp_path) -> None:
+    libs = _providers(tmp_path, [])
+    env = {"PATH": os.environ.get("PATH", "")}
+    other = _fake_onnxruntime(tmp_path / "other", "raise ImportError('the other copy')\n")
+    site = _fake_onnxruntime(tmp_path / "site", "__version__ = '1.31.1'\n")
+    before = _children()
+    child = PrestartedChild(other, env=env)
+    result = attempt_load(libs, session=True, module_parent=site, env=env, child=child)
+    assert "the other copy" not in (result.session_error or "")
+    assert _children() <= before  # the unused child is gone, not left running
+
+
+def test_an_unused_prestarted_child_is_ended(tmp_path) -> None:
+    before = _children()
+    child = PrestartedChild(None, env={"PATH": os.environ.get("PATH", "")})
+    assert _children() - before
+    child.cancel()
+    assert _children() <= before

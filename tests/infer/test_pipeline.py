@@ -135,3 +135,67 @@ def test_a_worker_killed_while_reading_ahead_loses_and_doubles_nothing(
         )
     )
     assert again.verified == 16 and again.written == 0 and again.tasks == 0  # idempotent re-run
+
+
+class _Channel:
+    """The worker's pipe, in one process: tasks in, messages out."""
+
+    def __init__(self, messages: list) -> None:
+        import queue
+
+        self.inbox: queue.Queue = queue.Queue()
+        self.sent: list = []
+        for message in messages:
+            self.inbox.put(message)
+
+    def recv(self):
+        return self.inbox.get()
+
+    def send(self, message) -> None:
+        self.sent.append(message)
+
+
+@pytest.mark.parametrize("readers", [2, 4])
+def test_a_worker_reads_as_many_tasks_at_once_as_it_has_reader_threads(
+    demo_model: Path, tmp_path: Path, make_images, monkeypatch, readers: int
+) -> None:
+    # reading a big file takes longer than a GPU run: one reader per task in flight keeps the session fed
+    import threading
+    import time
+
+    from ortgpu.infer.dataset import discover, plan_tasks
+    from ortgpu.infer.worker import InferWorker, WorkerSpec, serve
+
+    inputs = make_images(tmp_path / "in", 8)
+    tasks = plan_tasks(discover(inputs, 1), 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    prepare = InferWorker.prepare
+    lock, now, peak = threading.Lock(), [0], [0]
+
+    def slow_prepare(self, task):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.3)
+        try:
+            return prepare(self, task)
+        finally:
+            with lock:
+                now[0] -= 1
+
+    monkeypatch.setattr(InferWorker, "prepare", slow_prepare)
+    spec = WorkerSpec(str(demo_model), None, "cpu", str(out), SourceKind.NPZ_FOLDER, 1, readers=readers)
+    channel = _Channel([("task", t) for t in tasks] + [("stop",)])
+    serve((spec, "cpu0"), channel)
+    done = [m for m in channel.sent if m[0] == "done"]
+    assert sorted(m[1] for m in done) == [t.index for t in tasks]  # every task once
+    assert peak[0] == readers
+
+
+def test_reader_threads_follow_the_cpus_each_worker_has() -> None:
+    from ortgpu.infer.worker import reader_threads
+
+    assert reader_threads(1, cpus=16) == 4  # one GPU worker on a 16-core host
+    assert reader_threads(8, cpus=16) == 2
+    assert reader_threads(1, cpus=2) == 2  # never fewer than two: one reads while the other's task runs

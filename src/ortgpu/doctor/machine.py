@@ -31,7 +31,7 @@ from ortgpu.doctor.timing import ProbeTimer
 from ortgpu.doctor.verdict import Check, root_cause
 from ortgpu.errors import ExitCode
 from ortgpu.host.distributions import DistributionFlavour, DistributionsReport, find_distributions
-from ortgpu.host.load_attempt import LoadAttempt, attempt_load, provider_libraries
+from ortgpu.host.load_attempt import LoadAttempt, PrestartedChild, attempt_load, provider_libraries
 from ortgpu.host.nvml import (
     DriverInfo,
     VisibleDevices,
@@ -72,6 +72,8 @@ class Probes:
     platform: PlatformInfo | None = None
     ort_query: Callable[[Path | None], OrtBuild] | None = None  # None: import onnxruntime here
     load: Callable[..., LoadAttempt] = attempt_load
+    # start the load child at once, importing onnxruntime while the probes run (only with the real `load`)
+    prestart: Callable[..., PrestartedChild] | None = PrestartedChild
     proc_driver: Path = Path("/proc/driver/nvidia/version")
     sys_pci: Path = Path("/sys/bus/pci/devices")
     load_timeout_s: float = 120.0
@@ -181,6 +183,42 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
     report("installed onnxruntime distributions", 0.15)
     timed = ProbeTimer()
     dists = timed("distributions", find_distributions, sys_path)
+    prestarted = _prestart(probes, dists, environ) if linux and not quick else None
+    try:
+        return _diagnose_linux(
+            probes, report, started, plat, dists, environ, sys_path, checks, timed, prestarted, quick
+        )
+    finally:
+        if prestarted is not None:
+            prestarted.cancel()  # not used (no CUDA provider, or the load ran elsewhere): end it
+
+
+def _prestart(probes: Probes, dists: DistributionsReport, environ: Mapping[str, str]) -> PrestartedChild | None:
+    """The load child, started before the probes when a CUDA provider library is there to load (see Probes)."""
+    if probes.prestart is None or probes.load is not attempt_load or dists.module_dir is None:
+        return None
+    if not (dists.module_dir / "capi" / "libonnxruntime_providers_cuda.so").is_file():
+        return None
+    try:
+        return probes.prestart(dists.module_dir.parent, env=environ)
+    except OSError:
+        return None  # the load attempt starts its own child and reports what goes wrong there
+
+
+def _diagnose_linux(
+    probes: Probes,
+    report: Progress,
+    started: float,
+    plat: PlatformInfo,
+    dists: DistributionsReport,
+    environ: Mapping[str, str],
+    sys_path: list[str],
+    checks: _Checks,
+    timed: ProbeTimer,
+    prestarted: PrestartedChild | None,
+    quick: bool,
+) -> DoctorReport:
+    linux = plat.os == "Linux"
     # The independent probes at once: importing onnxruntime here and the NVML query (threads), the child that loads
     # the CUDA provider (a process of its own: CUDA context, a session), the file reads and ELF parsing in this thread.
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="ortgpu-doctor") as pool:
@@ -223,6 +261,7 @@ def diagnose(progress: Progress | None = None, *, probes: Probes | None = None, 
                 environ,
                 early_session,
                 conv=early_key[2],
+                child=prestarted,
             )
         ort = timed.wait("onnxruntime import", ort_future)
         requirements = _requirements(dists, ort, cuda_lib)
@@ -516,6 +555,7 @@ def _load_attempt(
     gpu_usable: bool,
     *,
     conv: bool = True,
+    child: PrestartedChild | None = None,
 ) -> LoadAttempt | None:
     """The real load in a child, done the way ortgpu's own sessions load CUDA: preload_dlls() first when planned.
 
@@ -527,6 +567,8 @@ def _load_attempt(
     extra: dict[str, Any] = {}
     if plan is not None and plan.calls:
         extra["preload_calls"] = _calls(plan)
+    if child is not None:
+        extra["child"] = child
     return probes.load(
         provider_libraries(capi, "cuda"),
         session=gpu_usable,

@@ -32,6 +32,7 @@ __all__ = [
     "LibraryLoad",
     "LoadAttempt",
     "LoadOutcome",
+    "PrestartedChild",
     "attempt_load",
     "provider_libraries",
     "run_child",
@@ -255,6 +256,80 @@ def run_child(
     return ChildRun(_stages(proc.stdout, mark), proc.stderr, proc.returncode, False, time.perf_counter() - started)
 
 
+# A load child started before the doctor knows what to ask of it: it imports onnxruntime (the slowest part of the
+# child after the CUDA session itself) while the parent still reads metadata and ELF files, then reads the script
+# and its configuration from stdin. A failed import is undone, so the script's own import fails the same way and
+# reports the genuine error, not a half-imported module's.
+_PRESTART = r"""
+import json, sys
+parent = sys.argv[1]
+if parent:
+    sys.path.insert(0, parent)
+try:
+    import onnxruntime
+except BaseException:
+    for name in [n for n in sys.modules if n == "onnxruntime" or n.startswith("onnxruntime.")]:
+        del sys.modules[name]
+if parent:
+    sys.path.remove(parent)
+line = sys.stdin.readline()
+if not line:
+    sys.exit(0)
+job = json.loads(line)
+sys.argv[1:] = [job["config"]]
+exec(compile(job["script"], "<ortgpu-load-child>", "exec"), {"__name__": "__main__"})
+"""
+
+
+class PrestartedChild:
+    """A load child already running and importing the onnxruntime under ``module_parent``; :func:`attempt_load` hands
+    it its work, or :meth:`cancel` ends it. Used once."""
+
+    def __init__(self, module_parent: Path | None, *, python: str = sys.executable, env: Mapping[str, str]) -> None:
+        self.module_parent, self.python, self.env = module_parent, python, dict(env)
+        self._proc: subprocess.Popen[str] | None = subprocess.Popen(
+            [python, "-c", _PRESTART, str(module_parent) if module_parent else ""],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+
+    def fits(self, module_parent: Path | None, python: str, env: Mapping[str, str]) -> bool:
+        """Whether this child is the one a load with these settings would start."""
+        return self._proc is not None and (module_parent, python, dict(env)) == (
+            self.module_parent,
+            self.python,
+            self.env,
+        )
+
+    def run(self, script: str, config: Mapping[str, Any], *, timeout_s: float) -> ChildRun:
+        """Give the child its script and configuration and collect what it reports, as :func:`run_child` does."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            raise RuntimeError("a prestarted load child runs once")
+        mark = str(config["mark"])
+        job = json.dumps({"script": script, "config": json.dumps(config)}) + "\n"
+        started = time.perf_counter()
+        try:
+            stdout, stderr = proc.communicate(job, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            return ChildRun(_stages(stdout, mark), stderr, None, True, time.perf_counter() - started)
+        except OSError:  # the child died before reading its work (a broken interpreter): as if it crashed
+            stdout, stderr = proc.communicate()
+        return ChildRun(_stages(stdout, mark), stderr, proc.returncode, False, time.perf_counter() - started)
+
+    def cancel(self) -> None:
+        """End the child if it was not used."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+
+
 def attempt_load(
     libraries: Sequence[Path],
     *,
@@ -267,6 +342,7 @@ def attempt_load(
     env: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
     conv: bool = True,
+    child: PrestartedChild | None = None,
 ) -> LoadAttempt:
     """Load `libraries` in a fresh child (first with RTLD_GLOBAL), optionally create a CUDA session there.
 
@@ -274,7 +350,9 @@ def attempt_load(
     the same copy the parent diagnosed. `preload` calls onnxruntime.preload_dlls() first; `preload_calls`
     (text, keyword arguments) makes those calls instead of the one without arguments. The session runs a
     one-Conv model (cuDNN loaded and initialised) unless `conv` is False: then one Add (ADD_MODEL), the least a
-    CUDA session can do.
+    CUDA session can do. `child`: a :class:`PrestartedChild` to use instead of starting one, when it was started
+    with the same interpreter, environment and onnxruntime and the child imports onnxruntime anyway; else it is
+    ended and a fresh child runs.
     """
     preload = preload or bool(preload_calls)
     config = {
@@ -289,10 +367,14 @@ def attempt_load(
         "device_id": device_id,
         "model_hex": None if conv else ADD_MODEL.hex(),
     }
-    child = run_child(_CHILD, config, python=python, env=os.environ if env is None else env, timeout_s=timeout_s)
-    attempt = _result(
-        child.stages, session, preload, child.returncode, child.stderr, child.duration_s, timed_out=child.timed_out
-    )
+    env = os.environ if env is None else env
+    if child is not None and config["import_ort"] and child.fits(module_parent, python, env):
+        ran = child.run(_CHILD, config, timeout_s=timeout_s)
+    else:
+        if child is not None:
+            child.cancel()
+        ran = run_child(_CHILD, config, python=python, env=env, timeout_s=timeout_s)
+    attempt = _result(ran.stages, session, preload, ran.returncode, ran.stderr, ran.duration_s, timed_out=ran.timed_out)
     attempt = dataclasses.replace(attempt, conv=conv)
     if not preload:
         return attempt

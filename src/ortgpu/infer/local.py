@@ -73,13 +73,14 @@ def run_local(
     *,
     max_attempts: int = 3,
     max_restarts: int = 3,
-    depth: int = 3,
+    depth: int | None = None,
     start_wait_s: float = 60.0,
 ) -> PoolOutcome:
     """Run ``tasks`` on one worker per slot; see the module docstring. ``depth``: tasks handed to a worker at once
-    (it reads the next while it runs one). Tasks are handed out once every worker is up (they start together), or
-    ``start_wait_s`` after the first one is."""
+    (it reads the next while it runs one; default: one per reader thread, the one running and one more). Tasks
+    are handed out once every worker is up (they start together), or ``start_wait_s`` after the first one is."""
     events = events or PoolEvents()
+    depth = depth if depth is not None else spec.readers + 2
     queue: collections.deque[Task] = collections.deque(tasks)
     attempts: collections.Counter[int] = collections.Counter()
     states = [_Slot(slot) for slot in slots]

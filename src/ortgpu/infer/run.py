@@ -35,7 +35,7 @@ from ortgpu.infer.store import (
     sha256_file,
     write_manifest,
 )
-from ortgpu.infer.worker import STAGES, ItemRecord, WorkerSpec, input_digest
+from ortgpu.infer.worker import STAGES, ItemRecord, WorkerSpec, input_digest, reader_threads
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_writable_folder
 from ortgpu.scale.devices import DeviceSpec, plan_slots
@@ -270,6 +270,7 @@ def run_infer(
             kind=dataset.kind,
             batch=request.batch,
             provider_options=dict(request.provider_options),
+            readers=reader_threads(max(1, len(slots))),  # local workers only: a Ray actor reads in its own call
         )
         counts = {"written": 0, "kept": 0, "rows": 0, "done": 0}
         bad: list[BadItem] = [BadItem(n, r) for n, r in blocked.items()]

@@ -25,13 +25,12 @@ from ortgpu.session import load
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["STAGES", "InferWorker", "ItemRecord", "WorkerInfo", "WorkerSpec", "input_digest", "serve"]
+__all__ = ["STAGES", "InferWorker", "ItemRecord", "WorkerInfo", "WorkerSpec", "input_digest", "reader_threads", "serve"]
 
 # The stages a local worker times per task (seconds, summed by the run): ``read`` (read and check the files, on
 # reader threads), ``starved`` (the session thread waiting for a read task: the time a bare loop does not lose),
 # ``run`` (the session runs), ``write`` (outputs hashed and written once, on writer threads).
 STAGES = ("read", "starved", "run", "write")
-READERS = 2  # reader threads per worker
 WRITERS = 2  # writer threads per worker (each output's fsync waits on the disk: two overlap it)
 
 
@@ -47,6 +46,15 @@ class WorkerSpec:
     batch: int
     device_id: int | None = None
     provider_options: Mapping[str, str] = field(default_factory=dict)
+    readers: int = 2  # reader threads per worker (see reader_threads)
+
+
+def reader_threads(workers: int, cpus: int | None = None) -> int:
+    """Reader threads per worker: enough that reading never starves the session (a big uncompressed file takes
+    about twice a GPU run to read and check on one thread), at most 4 (each holds a task's arrays), and no more
+    than the CPUs shared by the workers allow."""
+    cpus = cpus if cpus is not None else (os.cpu_count() or 2)
+    return max(2, min(4, cpus // max(1, workers)))
 
 
 @dataclass(frozen=True)
@@ -326,7 +334,7 @@ def serve(payload: tuple[WorkerSpec, str], channel: Any) -> None:
     worker = InferWorker(spec, name)
     channel.send(("ready", worker.info))
     futures: queue.Queue[Any] = queue.Queue()
-    readers = ThreadPoolExecutor(READERS, thread_name_prefix="ortgpu-infer-read")
+    readers = ThreadPoolExecutor(spec.readers, thread_name_prefix="ortgpu-infer-read")
     writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="ortgpu-infer-write")
     sending = threading.Lock()  # one message at a time on the pipe
 

@@ -96,7 +96,7 @@ class Example:
     verbatim: bool
 
 
-CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status"})
+CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status", "ep"})
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,18 @@ class Claim:
     @property
     def specificity(self) -> int:
         return len(self.constraints)
+
+    def closeness(self, attributes: Mapping[str, str | int]) -> int:
+        """How much of the signal's string values the accepted prefixes cover: "InvalidDeviceFunction" is closer to
+        a claim of "InvalidDeviceFunction" than to one of "InvalidDevice"."""
+        total = 0
+        for key, wanted in self.constraints.items():
+            value = attributes.get(key)
+            if isinstance(value, str):
+                total += max(
+                    (len(w) for w in wanted if isinstance(w, str) and value.lower().startswith(w.lower())), default=0
+                )
+        return total
 
     def accepts(self, kind: SignalKind, attributes: Mapping[str, str | int]) -> bool:
         if kind is not self.kind:

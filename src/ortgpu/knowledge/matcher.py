@@ -112,12 +112,38 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
     found = list(hits.values())
     specific_lines = {i for h in found if not h.entry.generic for i in h.line_indices}
     found = [h for h in found if not (h.entry.generic and specific_lines & set(h.line_indices))]
-    return tuple(sorted(found, key=_rank_key))
+    prose = {h.entry.id for h in found if _prose_only(h, paste)}
+    if len(prose) == len(found):  # no tool output matched: the prose is all the evidence there is
+        prose = set()
+    return tuple(sorted(found, key=lambda h: (h.entry.id in prose, *_rank_key(h))))
+
+
+# the user's own sentences: first person, or "this issue"; a line of tool output carries none of these
+_PROSE = re.compile(
+    r"(?:^|(?<=[\s(]))(?:I|I'm|I've|my|we|we're|we've|our|us|me)(?=[\s,.!?;:)]|$)|\bthis (?:issue|problem)\b",
+    re.IGNORECASE,
+)
+# what only tool output has: ORT's error envelope, an exception class, a status line
+_TOOL_OUTPUT = re.compile(
+    r"\[ONNXRuntimeError\]|\[ErrorCode:|\b\w{2,60}(?:Error|Exception)\b\s?:|\bStatus Message\b|\b(?:failure|error) \d"
+)
+
+
+def _prose_only(hit: Hit, paste: Paste) -> bool:
+    """Whether every line a hit rests on is the user's prose (no log marks, first-person wording): such a hit yields
+    to any hit on tool output, whatever their priorities ("it is very slow" vs the warning the tool printed)."""
+    lines = [i for i in hit.line_indices if i < len(paste.lines)]
+    return bool(lines) and all(
+        i not in paste.logged and _PROSE.search(paste.lines[i]) and not _TOOL_OUTPUT.search(paste.lines[i])
+        for i in lines
+    )
 
 
 def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -> Hit | None:
     """The entry's pattern matches in the paste (or, given `glued`, in the paste's lines joined without breaks)."""
     matches = _matches(entry, glued or paste)
+    if glued is not None:  # a zero-width match (a lookahead test of one line) says nothing once lines are glued
+        matches = [m for m in matches if m.end() > m.start()]
     if not matches:
         return None
     groups: dict[str, str] = {}
@@ -149,12 +175,12 @@ def _pattern_hit(entry: FailureMode, paste: Paste, glued: Paste | None = None) -
 
 def _claimant(kb: KnowledgeBase, signal: Signal) -> FailureMode | None:
     """The entry whose claim fits the signal most specifically (then the higher priority)."""
-    best: tuple[int, int] | None = None
+    best: tuple[int, int, int] | None = None
     chosen: FailureMode | None = None
     for entry in kb.matchable:
         for claim in entry.claims:
             if claim.accepts(signal.kind, signal.attributes):
-                rank = (claim.specificity, entry.priority)
+                rank = (claim.specificity, claim.closeness(signal.attributes), entry.priority)
                 if best is None or rank > best:
                     best, chosen = rank, entry
     return chosen
@@ -187,7 +213,8 @@ def _head(paste: Paste) -> Paste:
     count = max(bisect.bisect_right(paste.starts, WRAP_REPAIR_CHARS) - 1, 1)
     lines = paste.lines[:count]
     joined = "\n".join(lines)
-    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins)
+    logged = frozenset(i for i in paste.logged if i < count)
+    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins, paste.line_origins[:count], logged)
 
 
 def _glued(paste: Paste) -> Paste:

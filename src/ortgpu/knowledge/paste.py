@@ -86,13 +86,16 @@ def normalise(text: str) -> tuple[str, ...]:
     return _normalise(text)[0]
 
 
-def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The clean lines, and the ORT source files named in the log prefixes that were removed (which component
-    logged: `tensorrt_execution_provider.h`, `provider_bridge_ort.cc`, ...)."""
+def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], frozenset[int]]:
+    """The clean lines, the ORT source files named in the log prefixes that were removed (which component
+    logged: `tensorrt_execution_provider.h`, `provider_bridge_ort.cc`, ...), that file per line ("" when none), and
+    the lines that carried the marks of tool output (a timestamp, an ORT log prefix, a source position)."""
     text = repair(_ANSI.sub("", text)).replace("\\\\", "\\")
     origins: set[str] = set()
     raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
     out: list[str] = []
+    line_origins: list[str] = []
+    logged: set[int] = set()
     after_frame = False
     for line in raw:  # each substitution only where its anchor is (a paste can be 40,000 lines)
         if 'File "' in line and _PY_FRAME.match(line):
@@ -104,19 +107,29 @@ def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
         after_frame = False
         if _PY_NOISE.match(line):
             continue
+        origin = ""
+        marked = False
         if ":" in line:
             for pattern in _TIMESTAMPS:
-                line = pattern.sub("", line)
+                line, n = pattern.subn("", line)
+                marked = marked or n > 0
             if "onnxruntime:" in line:
-                origins.update(m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1))
-                line = _ORT_LOG_PREFIX.sub("", line)
-            line = _SOURCE_POSITION.sub(r"\1", line)
+                named = [m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1)]
+                origins.update(named)
+                origin = named[0] if named else origin
+                line, n = _ORT_LOG_PREFIX.subn("", line)
+                marked = marked or n > 0
+            line, n = _SOURCE_POSITION.subn(r"\1", line)
+            marked = marked or n > 0
         if "hostname=" in line:
             line = _HOSTNAME.sub("hostname=<host>", line)
         line = (_SPACES.sub(" ", line) if "  " in line or "\t" in line else line).strip()
         if line:
+            if marked:
+                logged.add(len(out))
             out.append(line)
-    return tuple(out), frozenset(origins)
+            line_origins.append(origin)
+    return tuple(out), frozenset(origins), tuple(line_origins), frozenset(logged)
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,11 @@ class Paste:
     lowered: str
     starts: tuple[int, ...]  # offset of each line in `joined`
     origins: frozenset[str] = frozenset()  # ORT source files whose log prefixes were removed
+    line_origins: tuple[str, ...] = ()  # per line: the ORT source file of its removed log prefix, or ""
+    logged: frozenset[int] = frozenset()  # lines that carried a timestamp, an ORT log prefix or a source position
+
+    def origin_of(self, index: int) -> str:
+        return self.line_origins[index] if index < len(self.line_origins) else ""
 
     def line_index(self, offset: int) -> int:
         return max(bisect.bisect_right(self.starts, offset) - 1, 0)
@@ -147,11 +165,11 @@ def prepare(text: str | Paste) -> Paste:
     """Normalise a paste (once); a Paste passes through unchanged."""
     if isinstance(text, Paste):
         return text
-    lines, origins = _normalise(text)
+    lines, origins, line_origins, logged = _normalise(text)
     joined = "\n".join(lines)
     starts: list[int] = []
     offset = 0
     for line in lines:
         starts.append(offset)
         offset += len(line) + 1
-    return Paste(lines, joined, joined.lower(), tuple(starts), origins)
+    return Paste(lines, joined, joined.lower(), tuple(starts), origins, line_origins, logged)

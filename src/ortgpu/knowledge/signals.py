@@ -11,50 +11,15 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Iterator
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
+from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
+from ortgpu.knowledge.statuses import cudnn_name
 
-__all__ = ["FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
-
-MAX_SIGNALS_PER_KIND = 16  # a log that repeats one failure a thousand times is one failure
-
-
-class SignalKind(Enum):
-    """What a signal says about the paste."""
-
-    MISSING_LIBRARY = "missing_library"  # a named shared library / DLL could not be found or loaded
-    CPU_ONLY_PROVIDERS = "cpu_only_providers"  # the installed onnxruntime has no GPU provider at all
-    BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
-    PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
-    CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
-    TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
-    TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
-    FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
-
-
-@dataclass(frozen=True)
-class Signal:
-    """One structural fact, where it was seen, the attributes entries claim it by, and what to tell the user."""
-
-    kind: SignalKind
-    line_index: int
-    position: int  # offset in Paste.joined
-    attributes: Mapping[str, str | int] = field(default_factory=dict)  # matched against entries' claims
-    values: Mapping[str, str] = field(default_factory=dict)  # the specifics shown to the user
-
-
-@dataclass(frozen=True)
-class FailingNode:
-    """The node ORT names in "Non-zero status code returned while running <op> node. Name:'<node>'"."""
-
-    op: str
-    node: str
-    line_index: int
-
+__all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
 # ORT's fused kernels and the ONNX ops they replace, for errors that name the fused node.
 FUSED_OPS: dict[str, str] = {
@@ -103,6 +68,10 @@ _LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         ),
     )
 )
+_LOOSE = frozenset(p for p, _ in _LIBRARY_FAILURES[-2:])  # "missing X", "X ... not found": also said of other things
+_ADJACENT = re.compile(
+    r"[\"'`:\s]{0,4}(?:is |was |are )?(?:missing|not found|cannot be|could not be|can't be)", re.IGNORECASE
+)
 _LIBRARY_HINT = re.compile(r"\.so\b|\.so\.\d|\.dll\b", re.IGNORECASE)
 # the provider libraries ORT itself loads: named as the loader, never the culprit
 _LOADERS = (
@@ -113,6 +82,36 @@ _LOADERS = (
     "libonnxruntime_providers_rocm",
     "onnxruntime_providers_rocm",
 )
+_SHARED_PROVIDER = ("libonnxruntime_providers_shared", "onnxruntime_providers_shared")
+# a whole name: after a space, quote, path separator, colon, bracket or comma (not inside garbled text)
+_LIB_TOKEN = re.compile(rf"(?<![^\s\"'`/\\:{{\[(,=])(?P<lib>{_LIB})", re.IGNORECASE)
+# cuDNN 9 and CTranslate2 list every name they tried: "Unable to load any of {libcudnn_ops.so.9.1.0, ...}"
+_NAME_LIST = re.compile(
+    r"(?:load|find|open|locate)\w{0,3}(?: any of| one of)?\s{0,3}:?\s{0,3}[{\[(](?P<list>[^{}\[\]()\n]{1,800})[}\])]",
+    re.IGNORECASE,
+)
+# Any wording of "this library could not be loaded": with a library name on the same line, the name is the culprit.
+_LOADER_FAILURE = re.compile(
+    r"cannot open shared object|error while loading shared librar|no such file|\bdlopen|\bdlerror"
+    r"|\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|not able to) (?:be )?(?:load|find|open|locate)"
+    r"|\b(?:not found|is missing|are missing|was not found|were not found|missing)\b"
+    r"|\b(?:could not|cannot|can't) be (?:loaded|found|located|opened)",
+    re.IGNORECASE,
+)
+
+
+def _culprit(lib: str) -> bool:
+    """Whether a library named next to a loader failure can be what is missing (not the provider ORT was loading)."""
+    return not lib.lower().startswith(_LOADERS)
+
+
+def _known(lib: str) -> bool:
+    """A library the version matrix knows (CUDA, cuDNN, TensorRT, driver, VC++ runtime, zlib) or ORT's shared
+    provider library: only these are claimed from a loose wording, so that an unrelated `.so` in a log is not."""
+    info = library_info(lib)
+    if lib.lower().startswith(_SHARED_PROVIDER):
+        return True
+    return info is not None and info.family.value != "ort"
 
 
 def _missing_libraries(paste: Paste) -> Iterator[Signal]:
@@ -120,21 +119,46 @@ def _missing_libraries(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if not _LIBRARY_HINT.search(line):
             continue
-        low = line.lower()
-        for pattern, needs in _LIBRARY_FAILURES:
-            if not any(n in low for n in needs):
-                continue
-            m = pattern.search(line)
-            if m is None:
-                continue
-            lib = m.group("lib").strip("\"'")
-            if lib.lower().startswith(_LOADERS):
-                continue
+        for lib, at in _line_culprits(line):
             key = lib.lower()
             if key not in seen:
                 seen.add(key)
-                yield _library_signal(lib, index, paste.starts[index] + m.start("lib"))
-            break
+                yield _library_signal(lib, index, paste.starts[index] + at)
+
+
+def _line_culprits(line: str) -> list[tuple[str, int]]:
+    """The missing libraries one line names, with where: by the trusted wordings first, then a name list after
+    "load any of", then any loader-failure wording next to a library the matrix knows."""
+    low = line.lower()
+    for pattern, needs in _LIBRARY_FAILURES:
+        if not any(n in low for n in needs):
+            continue
+        loose = pattern in _LOOSE
+        for m in itertools.islice(pattern.finditer(line), 8):
+            lib = m.group("lib").strip("\"'")
+            if not _culprit(lib):
+                continue
+            # a loose wording names an unknown library only when the failure follows the name directly
+            if loose and not _known(lib) and not _ADJACENT.match(line, m.end("lib")):
+                continue
+            return [(lib, m.start("lib"))]
+    listed = _NAME_LIST.search(line)
+    if listed:
+        names = [
+            (m.group("lib"), listed.start("list") + m.start("lib")) for m in _LIB_TOKEN.finditer(listed.group("list"))
+        ]
+        names = [(n, at) for n, at in names[:16] if _culprit(n) and _known(n)]
+        if names:  # the most specific name: one that carries a major version
+            with_major = [(n, at) for n, at in names if getattr(library_info(n), "major", None) is not None]
+            return [(with_major or names)[0]]
+    if not _LOADER_FAILURE.search(line):
+        return []
+    found = []
+    for m in itertools.islice(_LIB_TOKEN.finditer(line), 8):
+        lib = m.group("lib")
+        if _culprit(lib) and _known(lib):
+            found.append((lib, m.start("lib")))
+    return found[:1]
 
 
 def _library_signal(lib: str, index: int, position: int) -> Signal:
@@ -160,6 +184,24 @@ _LIST = re.compile(r"\[[^\[\]\n]{1,400}\]|'[^'\n]{1,400}'")
 _NOT_AVAILABLE = re.compile(
     r"(?:CUDA|Tensorrt)ExecutionProvider['\"]?\s{1,3}(?:is\s{1,3})?not\s{1,3}ava\w{0,5}ble", re.IGNORECASE
 )
+# an application's own line for "this onnxruntime has no GPU provider" (it checked get_available_providers())
+_APP_NO_GPU = re.compile(
+    r"(?:doesn't|does not|don't|do not) come with (?:any )?(?:acceleration|gpu|cuda|hardware) providers?"
+    r"|\b(?:cuda|gpu|tensorrt|trt)(?: execution)? providers? (?:is |are )?(?:not|un)\s?(?:available|supported|found)"
+    r"|\bno (?:gpu|cuda|acceleration|accelerated) (?:execution )?providers? (?:is |are )?(?:available|found|present)"
+    r"|\b(?:cuda|gpu) (?:is )?not available[,;:.]? (?:-+ ?)?(?:falling back|fall back|using|switch\w{0,3}|running on)"
+    r"(?: to| on)? (?:the )?cpu"
+    r"|onnxruntime(?:-gpu)? (?:has|with) no (?:gpu|cuda) (?:support|providers?)"
+    r"|onnxruntime (?:is )?(?:the )?cpu[- ]only (?:build|package|version)",
+    re.IGNORECASE,
+)
+# evidence that a GPU provider was there and failed: then "not available" is a consequence, not a CPU build
+_GPU_EP_FAILED = re.compile(
+    r"failed to create (?:cuda|tensorrt)|failed to load|error loading|ep error|cannot open shared object|which is "
+    r"missing|loadlibrary failed|error 126|CUDA failure|CUDNN|CUBLAS",
+    re.IGNORECASE,
+)
+_ORT_CONTEXT = re.compile(r"onnxruntime|\bort\b|ExecutionProvider|\bprovider|onnx", re.IGNORECASE)
 _AVAILABILITY = re.compile(r"available|get_available_providers|get_device\(\)", re.IGNORECASE)
 _CHOICES = re.compile(r"choose from ((?:'[\w-]{1,30}'(?:, ?)?){1,12})", re.IGNORECASE)
 _GPU_CHOICE = re.compile(r"cuda|tensorrt|gpu|rocm|dml|directml|migraphx|openvino", re.IGNORECASE)
@@ -184,7 +226,14 @@ def _provider_lists(line: str) -> Iterator[tuple[int, list[str]]]:
 
 def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
     lines = paste.lines
+    app_check = bool(_ORT_CONTEXT.search(paste.joined)) and not _GPU_EP_FAILED.search(paste.joined)
     for index, line in enumerate(lines):
+        if app_check:
+            m = _APP_NO_GPU.search(line)
+            if m:
+                app_check = False
+                yield Signal(SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index] + m.start(), {}, {})
+                continue
         if "ExecutionProvider" in line:
             previous = lines[index - 1] if index else ""
             listing_only = line.lstrip()[:1] in "[('\""  # a REPL result line: its context is the line above
@@ -274,8 +323,16 @@ def _pybind_load_failed(paste: Paste) -> Iterator[Signal]:
 # ---------------------------------------------------------------- cuDNN statuses and failing nodes
 
 _CUDNN_STATUS = re.compile(
-    r"CUDNN(?:_FE)? failure (?P<code>\d{1,6}): (?P<status>CUDNN_[A-Z_]{3,60})"
-    r"|(?<![A-Z_])(?P<bare>CUDNN_STATUS_[A-Z_]{3,60})"
+    r"CUDNN(?:_FE)? (?:failure|error|status)\s{0,3}(?:code\s{0,3})?[:=]?\s{0,3}(?P<code>\d{1,6})\b"
+    r"(?:\s{0,3}:?\s{0,3}(?P<status>CUDNN_[A-Z_]{3,60}))?"
+    r"|(?<![A-Z_])(?P<bare>CUDNN_STATUS_[A-Z_]{3,60})",
+    re.IGNORECASE,
+)
+# cuDNN failing without a status: the frontend, a named cuDNN call, an algorithm search
+_CUDNN_CALL = re.compile(
+    r"Failed to initiali[sz]e CUDNN Frontend|CUDNN(?:_FE)? error executing (?P<call>\w{1,60})"
+    r"|(?P<fn>cudnn(?:Find|Get|Create|Convolution|Backend|Set)\w{0,60})[^\n]{0,200}?\b(?:failed|error|fault)\b",
+    re.IGNORECASE,
 )
 _FAILING_NODE = re.compile(r"while running (?P<op>\w{1,60}) node\.\s{0,3}Name:\s{0,3}'(?P<node>[^'\n]{0,300})'")
 
@@ -294,33 +351,40 @@ def failing_nodes(paste: Paste) -> tuple[FailingNode, ...]:
     return tuple(found)
 
 
-def _nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | None:
-    near = [n for n in nodes if abs(n.line_index - index) <= 3]
-    if not near:
-        return None
-    best = min(abs(n.line_index - index) for n in near)
-    return [n for n in near if abs(n.line_index - index) == best][-1]
-
-
 def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
-    if "CUDNN" not in paste.joined:
+    if "cudnn" not in paste.lowered:
         return
     for index, line in enumerate(paste.lines):
-        if "CUDNN" not in line:
+        if "cudnn" not in line.lower():
             continue
+        values: dict[str, str] = {"returned_by": "cuDNN"}
+        attributes: dict[str, str | int] = {}
         m = _CUDNN_STATUS.search(line)
-        if m is None:
-            continue
-        full = m.group("status") or m.group("bare")
-        status = re.sub(r"^CUDNN_(?:STATUS_)?", "", full)
-        values = {"status": full}
-        if m.group("code"):
-            values["code"] = m.group("code")
-        node = _nearest_node(nodes, index)
+        if m is not None:
+            full = m.group("status") or m.group("bare")
+            if full is None:  # a number only: named from cudnnStatus_t
+                name = cudnn_name(int(m.group("code")))
+                full = f"CUDNN_STATUS_{name}" if name else None
+            if full is not None:
+                full = full.upper()
+                attributes["status"] = re.sub(r"^CUDNN_(?:STATUS_)?", "", full)
+                values["status"] = full
+            if m.group("code"):
+                values["code"] = m.group("code")
+            if full is None and not m.group("code"):
+                continue
+        else:
+            m = _CUDNN_CALL.search(line)
+            if m is None:
+                continue
+            call = m.group("call") or m.group("fn")
+            if call:
+                values["call"] = call
+        node = nearest_node(nodes, index)
         if node is not None:
             values["op"] = node.op
             values["node"] = node.node
-        yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), {"status": status}, values)
+        yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), attributes, values)
         return
 
 
@@ -340,13 +404,32 @@ _TRT_UNSUPPORTED = re.compile(
 )
 
 
+# An error TensorRT itself logged: its severity tag, an "Error Code N" status, a CUDA error inside tactic selection,
+# or ORT's TensorRT EP saying it failed.
+_TRT_ERROR = re.compile(
+    r"(?:^|[\[\s])(?:ERROR|E|INTERNAL_ERROR)\]|\bError Code \d{1,3}\s{0,3}:|Cuda Error in \w{0,60}Tactic"
+    r"|\bTensorRT EP\b[^\n]{0,120}?\b(?:failed|error|could not|cannot|unable)\b"
+    r"|\[TensorRT EP\][^\n]{0,120}?\b(?:failed|error|could not|cannot|unable)\b"
+    r"|\bIBuilder::\w{1,60}: Error Code",
+    re.IGNORECASE,
+)
+
+
 def _tensorrt(paste: Paste) -> Iterator[Signal]:
     low = paste.lowered
     # the unsupported-op wordings are TensorRT's only in its context (the text, or the ORT component that logged)
     in_tensorrt = "tensorrt" in low or "trt" in low or any("tensorrt" in o for o in paste.origins)
     profile_done = False
     unsupported_done = not in_tensorrt
+    build_done = not in_tensorrt
     for index, line in enumerate(paste.lines):
+        if not build_done and trt_logged(paste, index):
+            m = _TRT_ERROR.search(line)
+            if m and not _TRT_PROFILE.search(line) and not _TRT_UNSUPPORTED.search(line):
+                build_done = True
+                yield Signal(
+                    SignalKind.TRT_BUILD_ERROR, index, paste.starts[index] + m.start(), {}, {"trt_error": line[:200]}
+                )
         if not profile_done:
             m = _TRT_PROFILE.search(line)
             if m:
@@ -361,7 +444,7 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
                 if m.group("dtype"):
                     values["dtype"] = m.group("dtype")
                 yield Signal(SignalKind.TRT_UNSUPPORTED_OP, index, paste.starts[index] + m.start(), {}, values)
-        if profile_done and unsupported_done:
+        if profile_done and unsupported_done and build_done:
             return
 
 
@@ -414,7 +497,10 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _both_packages(paste),
         _pybind_load_failed(paste),
         _cudnn_statuses(paste, nodes),
+        library_statuses(paste, nodes),
         _tensorrt(paste),
+        missing_kernels(paste),
+        no_wheel(paste),
         _fp16_overflow(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))

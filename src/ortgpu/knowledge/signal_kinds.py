@@ -1,0 +1,59 @@
+"""The structural signals' types: what kind of fact a signal is, where it was seen, and the node ORT names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = ["MAX_SIGNALS_PER_KIND", "FailingNode", "Signal", "SignalKind", "nearest_node"]
+
+MAX_SIGNALS_PER_KIND = 16  # a log that repeats one failure a thousand times is one failure
+
+
+class SignalKind(Enum):
+    """What a signal says about the paste."""
+
+    MISSING_LIBRARY = "missing_library"  # a named shared library / DLL could not be found or loaded
+    CPU_ONLY_PROVIDERS = "cpu_only_providers"  # the installed onnxruntime has no GPU provider at all
+    BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
+    PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
+    CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
+    CUBLAS_STATUS = "cublas_status"  # a cuBLAS call failed (status by name or number, or just the call)
+    CUDA_ERROR = "cuda_error"  # the CUDA runtime returned an error (cudaError_t by name, number or message)
+    TRT_PROFILE = "trt_profile"  # TensorRT: dynamic input shapes without (complete) optimisation profiles
+    TRT_UNSUPPORTED_OP = "trt_unsupported_op"  # TensorRT cannot take a node (no importer / plugin / type)
+    TRT_BUILD_ERROR = "trt_build_error"  # TensorRT's builder or runtime logged an error through ORT (or its own)
+    MISSING_KERNEL = "missing_kernel"  # no kernel for a node on the EP it was given to (attribute ep: which EP)
+    NO_WHEEL = (
+        "no_wheel"  # an installer (pip, uv, poetry, pipenv, pdm, conda/mamba) found no onnxruntime build to install
+    )
+    FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One structural fact, where it was seen, the attributes entries claim it by, and what to tell the user."""
+
+    kind: SignalKind
+    line_index: int
+    position: int  # offset in Paste.joined
+    attributes: Mapping[str, str | int] = field(default_factory=dict)  # matched against entries' claims
+    values: Mapping[str, str] = field(default_factory=dict)  # the specifics shown to the user
+
+
+@dataclass(frozen=True)
+class FailingNode:
+    """The node ORT names in "Non-zero status code returned while running <op> node. Name:'<node>'"."""
+
+    op: str
+    node: str
+    line_index: int
+
+
+def nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | None:
+    near = [n for n in nodes if abs(n.line_index - index) <= 3]
+    if not near:
+        return None
+    best = min(abs(n.line_index - index) for n in near)
+    return [n for n in near if abs(n.line_index - index) == best][-1]
