@@ -42,28 +42,35 @@ mkdir -p "$target"
 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$target" "$stage"/*.whl \
   || exit 1
 PYTHONPATH=$target${PYTHONPATH:+:$PYTHONPATH} "$py" - <<'EOF'
+import importlib
 import importlib.metadata as md
 import sys
 
-import pyarrow
-import ray
-import ray.data
-from packaging.requirements import Requirement
-
 problems = []
-for text in md.requires("ray") or []:
-    req = Requirement(text)
-    if req.marker is not None and not req.marker.evaluate({"extra": "data"}):
-        continue
+try:
+    from packaging.requirements import Requirement
+
+    for text in md.requires("ray") or []:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate({"extra": "data"}):
+            continue
+        try:
+            have = md.version(req.name)
+        except md.PackageNotFoundError:
+            problems.append(f"{req.name}: missing (ray asks {req.specifier or 'any'}): pack it (drop it from --present)")
+            continue
+        if req.specifier and not req.specifier.contains(have, prereleases=True):
+            problems.append(f"{req.name} {have} here: ray asks {req.specifier}: pack it (drop it from --present)")
+except Exception as exc:  # packaging missing, or no ray metadata: the imports below say more
+    problems.append(f"cannot check ray's requirements: {type(exc).__name__}: {exc}")
+for name in ("ray", "ray.data", "pyarrow"):
     try:
-        have = md.version(req.name)
-    except md.PackageNotFoundError:
-        problems.append(f"{req.name}: missing (ray asks {req.specifier or 'any'})")
-        continue
-    if req.specifier and not req.specifier.contains(have, prereleases=True):
-        problems.append(f"{req.name} {have}: ray asks {req.specifier}")
-print(f"ray {ray.__version__} ({ray.__file__}), ray.data, pyarrow {pyarrow.__version__}: import fine")
+        module = importlib.import_module(name)
+    except Exception as exc:
+        problems.append(f"import {name}: {type(exc).__name__}: {exc}")
+    else:
+        print(f"import {name}: {getattr(module, '__version__', '')} {getattr(module, '__file__', '')}")
 for line in problems:
-    print("version problem:", line)
+    print("problem:", line)
 sys.exit(1 if problems else 0)
 EOF
