@@ -137,7 +137,8 @@ def silent_fallback(paste: Paste) -> Iterator[Signal]:
         return
     for index, line in enumerate(paste.lines):
         m = _SESSION_LIST.search(line)
-        if m and "available" not in line[: m.start("list")].lower():
+        said = line[m.start() : m.start("list")].lower() if m else ""
+        if m and "available" not in line[: m.start("list")].lower() and "providers=" not in said.replace(" ", ""):
             names = _listed(m.group("list"))
             if names and set(names) <= {"CPU", "Azure"}:
                 yield Signal(
