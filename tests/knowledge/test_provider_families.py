@@ -101,6 +101,7 @@ def test_a_csharp_namespace_is_not_a_package_reference() -> None:
         ("/usr/bin/ld: app.o: undefined reference to `OrtSessionOptionsAppendExecutionProvider_CUDA'", "FM-32"),
         ("GenAIException: 'CUDA and/or ROCM execution provider is either not enabled or not available.'", "FM-32"),
         ("ort error: ROCM execution provider is not enabled in this build.", "FM-32"),
+        ("Error: no available backend found. ERR: [cuda] backend not found.", "FM-32"),
         ("The given version [21] is not supported, only version 1 to 11 is supported in this build.", "FM-82"),
         (
             "System.TypeInitializationException: The type initializer for 'Microsoft.ML.OnnxRuntime.NativeMethods' "
@@ -138,6 +139,7 @@ def test_the_provider_library_of_a_binding_is_not_the_onnxruntime_library_itself
         "sess = ort.InferenceSession('m.onnx', providers=['CUDAExecutionProvider'])\n>>> sess.get_providers()\n"
         "sess.get_providers() returns ['CPUExecutionProvider']",
         "[WARN] could not start the onnxruntime session with CUDA, falling back to CPU",
+        "onnxruntime-gpu 1.19: providers: ['CPUExecutionProvider'] even though I passed CUDAExecutionProvider",
     ],
 )
 def test_a_session_that_ended_on_the_cpu_points_to_doctor_and_the_verbose_log(text: str) -> None:

@@ -126,6 +126,10 @@ _NOT_THERE = re.compile(
     r" (?:execution )?providers?",
     re.IGNORECASE,
 )
+_BRACKETS = re.compile(r"\[(?P<list>[^\[\]\n]{1,300})\]")
+_ASKED_ON_LINE = re.compile(
+    r"\b(?:even though|although|despite|but|while|though)\b[^\n]{0,60}?(?:CUDA|TensorRT|GPU)", re.IGNORECASE
+)
 _ASKED_GPU = re.compile(r"CUDAExecutionProvider|TensorrtExecutionProvider|\bcuda\b|\bgpu\b|device[=: ]{1,3}0", re.I)
 _ORT = re.compile(r"onnxruntime|\bort\b|ExecutionProvider|\.onnx\b|onnx", re.IGNORECASE)
 
@@ -145,6 +149,11 @@ def silent_fallback(paste: Paste) -> Iterator[Signal]:
                     SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU only"}
                 )
                 return
+        m = _BRACKETS.search(line)
+        if m and _ASKED_ON_LINE.search(line, m.end()) and set(_listed(m.group("list"))) <= {"CPU", "Azure"}:
+            # "providers: ['CPUExecutionProvider'] even though I passed CUDAExecutionProvider"
+            yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU"})
+            return
         m = _FALLING_BACK.search(line)
         if m and not _NOT_THERE.search(line):
             yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU"})
