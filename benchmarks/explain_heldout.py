@@ -28,7 +28,12 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "explain_pastes.json"
 
 # Failure classes that had no knowledge-base entry when the pastes were labelled, and the entry that covers each now.
-NEW_LABEL_ENTRIES: dict[str, str] = {"NEW:trt_profile": "FM-73", "NEW:trt_unsupported_op": "FM-74"}
+NEW_LABEL_ENTRIES: dict[str, str] = {
+    "NEW:trt_profile": "FM-73",
+    "NEW:trt_unsupported_op": "FM-74",
+    "NEW:arena_shrink_device": "FM-81",
+    "NEW:cuda_invalid_configuration": "FM-80",
+}
 
 
 def _accepted(expected: list[str]) -> set[str]:

@@ -12,6 +12,7 @@ from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
+from ortgpu.knowledge.provider_signals import canonical_ep, ep_package
 from ortgpu.knowledge.signals import FUSED_OPS
 
 __all__ = ["ExplainInputError", "ExplainResult", "Match", "PasteKind", "RelatedEntry", "explain"]
@@ -258,6 +259,29 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
         )
     if "device" in groups:
         parts.append("onnxruntime.get_device() says CPU: the onnxruntime Python imports is a CPU build.")
+    if "installed" in groups:
+        parts.append(
+            f"{groups['installed']} was installed, yet only the CPU provider is there: the CPU package `onnxruntime` "
+            "is most likely installed too and shadows it (FM-01) — uninstall both, then install only the one you need."
+        )
+    if "requested" in groups and "offered" in groups:
+        parts.append(
+            f"Requested: {groups['requested']}; this onnxruntime build offers {groups['offered']}. "
+            f"{groups['requested']} comes in {groups['ep_package']}."
+        )
+    elif (
+        "provider" in groups
+        and (package := ep_package(groups["provider"])) is not None
+        and (canonical_ep(groups["provider"]) != "CUDA" or hit.entry.id != "FM-02")
+    ):
+        parts.append(f"{canonical_ep(groups['provider'])} comes in {package}.")
+    if "session" in groups:
+        parts.append(
+            "The session's providers show only the CPU although a GPU provider was asked for or is compiled in; the "
+            "reason is not in the paste."
+        )
+    if "option" in groups:
+        parts.append(f"The option ORT refused: {groups['option']}.")
     if "package" in groups and hit.entry.id == "FM-02":
         parts.append(f"`{groups['package']}` (without -gpu) is the CPU build.")
     if "packages" in groups:

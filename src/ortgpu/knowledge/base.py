@@ -51,6 +51,7 @@ ALLOWED_GROUPS = frozenset(
         "index",
         "got",
         "expected",
+        "option",
     }
 )
 _ID_RE = re.compile(r"^(?:FM|NG)-\d{2}$")
@@ -79,6 +80,7 @@ class Family(Enum):
     TENSORRT = "tensorrt"
     BENIGN = "benign"
     NOT_GPU = "not_gpu"  # model / input errors: not a GPU setup problem
+    CONFIGURATION = "configuration"  # an option of the session, the run or the provider is invalid
 
 
 class Severity(Enum):

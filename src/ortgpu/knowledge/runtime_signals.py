@@ -6,6 +6,7 @@ lines of a Paste.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -71,6 +72,10 @@ def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[S
                     values["code"] = str(code)
                 if m.group("fn"):
                     values["call"] = m.group("fn")
+                node = nearest_node(nodes, index)
+                if node is not None:  # the op whose kernel failed (a kernel bug is the op's, not the setup's)
+                    values["op"] = node.op
+                    values["node"] = node.node
                 yield Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), {"status": name}, values)
 
 
@@ -131,6 +136,16 @@ CUDA_ONLY_OPS = frozenset(
 )
 
 
+def _kernel_ep(line: str, m: re.Match[str]) -> re.Match[str] | None:
+    """The EP a kernel-lookup message is about: the one it names after the op (`ep:'X'`), else the one named last
+    before the message on its line ("works with CUDA, fails with the CPUExecutionProvider: Could not find ...")."""
+    after = _KERNEL_EP.search(m.group("rest"))
+    if after:
+        return after
+    named = list(itertools.islice(_KERNEL_EP.finditer(line, 0, m.start()), 16))
+    return named[-1] if named else None
+
+
 def missing_kernels(paste: Paste) -> Iterator[Signal]:
     """The first node ORT has no kernel for, with the EP the message names ("cpu" when it names none: the CPU EP
     is where ORT looks last, and a GPU EP would have taken the node or said so)."""
@@ -140,7 +155,7 @@ def missing_kernels(paste: Paste) -> Iterator[Signal]:
         m = _NO_KERNEL.search(line)
         if m is None or m.group("op").startswith("Memcpy"):  # Memcpy nodes are their own entry (NG-13)
             continue
-        named = _KERNEL_EP.search(m.group("rest")) or _KERNEL_EP.search(line)
+        named = _kernel_ep(line, m)
         ep = named.group("ep").lower() if named else "cpu"
         op = m.group("op")
         values = {"op": op, "ep": f"{named.group('ep')}ExecutionProvider" if named else "the CPU (none named)"}

@@ -29,6 +29,8 @@ class SignalKind(Enum):
         "no_wheel"  # an installer (pip, uv, poetry, pipenv, pdm, conda/mamba) found no onnxruntime build to install
     )
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
+    OTHER_EP_BUILD = "other_ep_build"  # a provider was asked for; this build carries another GPU EP, not that one
+    SILENT_FALLBACK = "silent_fallback"  # the session runs on the CPU although a GPU EP was asked for; no reason shown
 
 
 @dataclass(frozen=True)

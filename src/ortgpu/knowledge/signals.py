@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
 from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
 from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
 from ortgpu.knowledge.statuses import cudnn_name
@@ -206,6 +207,15 @@ _AVAILABILITY = re.compile(r"available|get_available_providers|get_device\(\)", 
 _CHOICES = re.compile(r"choose from ((?:'[\w-]{1,30}'(?:, ?)?){1,12})", re.IGNORECASE)
 _GPU_CHOICE = re.compile(r"cuda|tensorrt|gpu|rocm|dml|directml|migraphx|openvino", re.IGNORECASE)
 _GET_DEVICE_CPU = re.compile(r"get_device\(\)[^\n]{0,80}?['\"]?CPU['\"]?(?!\w)|^['\"]CPU['\"]$")
+# "it only shows CPUExecutionProvider", "only ['CPUExecutionProvider'] is listed"
+_ONLY_CPU_LISTED = re.compile(
+    r"\bonly\b[^\n]{0,30}?\[?['\"]?CPUExecutionProvider\b|\bCPUExecutionProvider['\"]?\]?\s{0,3}(?:is\s)?only\b", re.I
+)
+# a GPU flavour the user installed: with only the CPU provider visible, the CPU package shadows it
+_GPU_INSTALL = re.compile(
+    r"\bpip3?\s{1,3}install\s{1,3}(?:-U\s|--upgrade\s)?(?P<pkg>onnxruntime[-_](?:gpu|directml|openvino|rocm|qnn))\b",
+    re.I,
+)
 _PLAIN_CPU_INSTALL = re.compile(r"pip3? install (?:-U |--upgrade )?onnxruntime(?![\w-])[^\n]{0,120}?\bonly\b", re.I)
 _ONLY_CPU = re.compile(r"\bcpu\b", re.IGNORECASE)
 
@@ -247,14 +257,14 @@ def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
                     break
             if hit is None and _NOT_AVAILABLE.search(line):
                 hit = ["CPU"]  # an app's own check: the GPU provider is not among the available ones
+            if hit is None and _ONLY_CPU_LISTED.search(line) and set(_PROVIDER_NAME.findall(line)) <= _CPU_SIDE:
+                hit = ["CPU"]  # "it only shows CPUExecutionProvider"
             if hit is not None:
-                yield Signal(
-                    SignalKind.CPU_ONLY_PROVIDERS,
-                    index,
-                    paste.starts[index],
-                    {},
-                    {"providers": ", ".join(dict.fromkeys(hit))},
-                )
+                values = {"providers": ", ".join(dict.fromkeys(hit))}
+                installed = _GPU_INSTALL.search(paste.joined)
+                if installed:
+                    values["installed"] = installed.group("pkg").lower().replace("_", "-")
+                yield Signal(SignalKind.CPU_ONLY_PROVIDERS, index, paste.starts[index], {}, values)
                 continue
         choices = _CHOICES.search(line)
         if choices:
@@ -286,7 +296,33 @@ _PACKAGE_WORD = re.compile(
 _GPU_FLAVOURS = ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-rocm")
 
 
+# NuGet: Microsoft.ML.OnnxRuntime next to Microsoft.ML.OnnxRuntime.Gpu / .DirectML (both ship onnxruntime.dll)
+_NUGET = re.compile(
+    r"Microsoft\.ML\.OnnxRuntime(?P<flavour>\.(?:Gpu|DirectML|OpenVino|Training|QNN)(?:\.\w{1,12})?)?(?![\w.])"
+)
+
+_NUGET_CONTEXT = re.compile(
+    r"PackageReference|Include=|nuget|Install-Package|dotnet add|packages\.config|<package ", re.I
+)
+
+
+def _both_nuget(paste: Paste) -> Iterator[Signal]:
+    if "microsoft.ml.onnxruntime" not in paste.lowered:
+        return
+    seen: dict[str, int] = {}
+    for index, line in enumerate(paste.lines):
+        if not _NUGET_CONTEXT.search(line):  # a package reference, not a namespace in code or a stack trace
+            continue
+        for m in itertools.islice(_NUGET.finditer(line), 8):
+            seen.setdefault(m.group(0), index)
+    plain = "Microsoft.ML.OnnxRuntime"
+    gpu = [p for p in seen if p != plain and not p.endswith(("Training", ".Managed"))]
+    if plain in seen and gpu:
+        yield _packages_signal([plain, *gpu], max(seen[plain], seen[gpu[0]]), paste)
+
+
 def _both_packages(paste: Paste) -> Iterator[Signal]:
+    yield from _both_nuget(paste)
     listed: dict[str, int] = {}
     for index, line in enumerate(paste.lines):
         if "onnxruntime" not in line.lower():
@@ -452,7 +488,13 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
 
 _HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
 _BAD_VALUES = re.compile(
-    r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519", re.IGNORECASE
+    r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519"
+    # what NaN outputs look like downstream: numpy's cast warning, black / blank / all-zero images
+    r"|invalid value encountered"
+    r"|\b(?:black|blank|empty|all[- ]zeros?|green|noise) (?:images?|outputs?|pictures?|frames?)"
+    r"|\b(?:image|output|result|picture)s? (?:is|are|was|were|comes? out|turns?) (?:all |completely |just )?"
+    r"(?:black|blank|zeros?)\b",
+    re.IGNORECASE,
 )
 _BIG_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3}){1,4}|\d{5,12})(?:\.\d+)?(?![\w,])")
 _OVERFLOW_OPS = re.compile(  # op names as ONNX writes them, also inside node names ("/norm/ReduceSum_output_0")
@@ -502,5 +544,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         missing_kernels(paste),
         no_wheel(paste),
         _fp16_overflow(paste),
+        other_ep_build(paste),
+        silent_fallback(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))

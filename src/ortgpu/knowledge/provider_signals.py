@@ -1,0 +1,160 @@
+"""Signals about which execution providers a paste asked for and got: builds for another EP, silent CPU fallback.
+
+Split from knowledge/signals.py (the same rules hold: bounded patterns on the bounded lines of a Paste). The EP names
+are mapped to the pip package that carries each EP, so the answer can name the right package for the user's GPU.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+
+__all__ = ["EP_PACKAGES", "canonical_ep", "ep_package", "other_ep_build", "silent_fallback"]
+
+# The provider names users and apps write, as ORT's canonical EP name.
+_EP_ALIASES: dict[str, str] = {
+    "cuda": "CUDA",
+    "gpu": "CUDA",
+    "tensorrt": "TensorRT",
+    "trt": "TensorRT",
+    "dml": "DirectML",
+    "directml": "DirectML",
+    "rocm": "ROCm",
+    "migraphx": "MIGraphX",
+    "openvino": "OpenVINO",
+    "coreml": "CoreML",
+    "qnn": "QNN",
+    "cpu": "CPU",
+    "azure": "Azure",
+}
+# Which package carries each EP (Python first, then the NuGet package for C# users).
+EP_PACKAGES: dict[str, str] = {
+    "CUDA": "onnxruntime-gpu (NVIDIA GPUs; NuGet Microsoft.ML.OnnxRuntime.Gpu)",
+    "TensorRT": "onnxruntime-gpu plus TensorRT (NVIDIA GPUs; NuGet Microsoft.ML.OnnxRuntime.Gpu)",
+    "DirectML": "onnxruntime-directml (Windows, any DirectX 12 GPU: AMD, Intel, NVIDIA; NuGet "
+    "Microsoft.ML.OnnxRuntime.DirectML)",
+    "ROCm": "the ROCm build of onnxruntime (AMD GPUs on Linux: AMD's onnxruntime-rocm wheels for your ROCm version)",
+    "MIGraphX": "the ROCm/MIGraphX build of onnxruntime (AMD GPUs on Linux: AMD's onnxruntime-rocm wheels)",
+    "OpenVINO": "onnxruntime-openvino (Intel CPUs, GPUs and NPUs)",
+    "CoreML": "onnxruntime (the macOS wheels include CoreML; NuGet Microsoft.ML.OnnxRuntime)",
+    "QNN": "onnxruntime-qnn (Qualcomm NPUs, Windows on Arm)",
+}
+_GPU_SIDE = {"CUDA", "TensorRT", "DirectML", "ROCm", "MIGraphX", "OpenVINO", "CoreML", "QNN"}
+_EP_WORD = re.compile(
+    r"(?<![A-Za-z])(CUDA|Tensorrt|TensorRT|Dml|DirectML|ROCM|ROCm|MIGraphX|OpenVINO|CoreML|QNN|CPU|Azure)"
+    r"(?:ExecutionProvider)?(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def canonical_ep(name: str) -> str | None:
+    """ORT's EP name for what a user wrote ('dml', 'DmlExecutionProvider', 'directml' -> 'DirectML')."""
+    key = name.lower().removesuffix("executionprovider").strip("'\" ")
+    return _EP_ALIASES.get(key)
+
+
+def ep_package(name: str) -> str | None:
+    """The package that carries an EP, for a user who asked for it and has a build without it."""
+    ep = canonical_ep(name)
+    return EP_PACKAGES.get(ep) if ep else None
+
+
+# ---------------------------------------------------------------- a build for another EP
+
+# "Specified provider 'DmlExecutionProvider' is not in available provider names.Available providers: '...'"
+_SPECIFIED = re.compile(
+    r"Specified provider '(?P<req>\w{2,40})' is not in available provider names(?P<rest>[^\n]{0,400})"
+)
+# an app's choices: "invalid choice: 'directml' (choose from 'tensorrt', 'cuda', 'cpu')"
+_INVALID_CHOICE = re.compile(
+    r"invalid choice:\s{0,3}'(?P<req>[\w-]{2,30})'\s{0,3}\(choose from (?P<rest>(?:'[\w-]{1,30}'(?:,\s?)?){1,12})\)",
+    re.IGNORECASE,
+)
+
+
+def _listed(text: str) -> list[str]:
+    names = [canonical_ep(m.group(1)) for m in itertools.islice(_EP_WORD.finditer(text), 16)]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def other_ep_build(paste: Paste) -> Iterator[Signal]:
+    """A provider was asked for that this onnxruntime build does not carry, while it does carry another GPU EP: an
+    AMD/Intel user with the CUDA build asking for DirectML, a CUDA user with onnxruntime-directml. (A build with only
+    the CPU is the CPU_ONLY_PROVIDERS signal.)"""
+    low = paste.lowered
+    if "provider" not in low and "choice" not in low and "execution" not in low:
+        return
+    for index, line in enumerate(paste.lines):
+        for pattern in (_SPECIFIED, _INVALID_CHOICE):
+            m = pattern.search(line)
+            if m is None:
+                continue
+            requested = canonical_ep(m.group("req"))
+            offered = _listed(m.group("rest"))
+            others = [e for e in offered if e in _GPU_SIDE and e != requested]
+            if requested in _GPU_SIDE and others and requested not in offered:
+                yield _build_signal(requested, offered, index, paste, m.start())
+                return
+
+
+def _build_signal(requested: str, offered: list[str], index: int, paste: Paste, at: int) -> Signal:
+    values = {"requested": requested, "offered": ", ".join(offered), "ep_package": EP_PACKAGES[requested]}
+    return Signal(SignalKind.OTHER_EP_BUILD, index, paste.starts[index] + at, {"ep": requested.lower()}, values)
+
+
+# ---------------------------------------------------------------- the session runs on CPU, the reason not shown
+
+# the providers the session got: "Session Providers: [...]", "sess.get_providers()" -> [...], "using providers [...]"
+_SESSION_LIST = re.compile(
+    r"(?:session|get_providers\(\)|providers? (?:used|in use|active|applied)|(?:using|running with|active)"
+    r" providers?)[^\n\[]{0,40}\[(?P<list>[^\[\]\n]{1,300})\]",
+    re.IGNORECASE,
+)
+_FALLING_BACK = re.compile(
+    r"\b(?:fall(?:ing|s)? ?back|fell back|defaulting|reverting|switching) to (?:the )?CPU\b"
+    r"|\b(?:will |is )?(?:use|using|run(?:s|ning)?(?: on)?) (?:the )?CPU (?:instead|only)\b"
+    r"|\bonly (?:the )?CPUExecutionProvider (?:is |was )?(?:used|active|applied)",
+    re.IGNORECASE,
+)
+# the app says the GPU provider is not there at all: that is a CPU build (FM-02), not a fallback
+_NOT_THERE = re.compile(
+    r"not (?:available|found|installed|supported)|unavailable|doesn't come with|does not come with|no (?:gpu|cuda)"
+    r" (?:execution )?providers?",
+    re.IGNORECASE,
+)
+_BRACKETS = re.compile(r"\[(?P<list>[^\[\]\n]{1,300})\]")
+_ASKED_ON_LINE = re.compile(
+    r"\b(?:even though|although|despite|but|while|though)\b[^\n]{0,60}?(?:CUDA|TensorRT|GPU)", re.IGNORECASE
+)
+_ASKED_GPU = re.compile(r"CUDAExecutionProvider|TensorrtExecutionProvider|\bcuda\b|\bgpu\b|device[=: ]{1,3}0", re.I)
+_ORT = re.compile(r"onnxruntime|\bort\b|ExecutionProvider|\.onnx\b|onnx", re.IGNORECASE)
+
+
+def silent_fallback(paste: Paste) -> Iterator[Signal]:
+    """The session ended up on the CPU although a GPU provider was asked for or is compiled in, and the paste does not
+    say why: the session's own provider list holds only the CPU, or an app says it falls back to the CPU."""
+    if not _ORT.search(paste.joined) or not _ASKED_GPU.search(paste.joined):
+        return
+    for index, line in enumerate(paste.lines):
+        m = _SESSION_LIST.search(line)
+        said = line[m.start() : m.start("list")].lower() if m else ""
+        if m and "available" not in line[: m.start("list")].lower() and "providers=" not in said.replace(" ", ""):
+            names = _listed(m.group("list"))
+            if names and set(names) <= {"CPU", "Azure"}:
+                yield Signal(
+                    SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU only"}
+                )
+                return
+        m = _BRACKETS.search(line)
+        if m and _ASKED_ON_LINE.search(line, m.end()) and set(_listed(m.group("list"))) <= {"CPU", "Azure"}:
+            # "providers: ['CPUExecutionProvider'] even though I passed CUDAExecutionProvider"
+            yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU"})
+            return
+        m = _FALLING_BACK.search(line)
+        if m and not _NOT_THERE.search(line):
+            yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU"})
+            return
