@@ -16,6 +16,7 @@ trap 'rm -rf "$stage"' EXIT
 sums=""
 for dir in "$@"; do
   [ -d "$dir" ] || { echo "h200_ray_install: $dir is not a folder (carry it first)" >&2; exit 1; }
+  dir=$(cd "$dir" && pwd)  # absolute: the checksums are checked from inside the staging folder
   [ -f "$dir/SHA256SUMS" ] && sums=$dir/SHA256SUMS
   for f in "$dir"/*.whl; do [ -e "$f" ] && cp "$f" "$stage/"; done
 done
