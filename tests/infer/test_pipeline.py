@@ -196,7 +196,8 @@ def test_a_worker_reads_as_many_tasks_at_once_as_it_has_reader_threads(
 def test_reader_threads_follow_the_cpus_each_worker_has() -> None:
     from ortgpu.infer.worker import reader_threads
 
-    assert reader_threads(1, cpus=16) == 4  # one GPU worker on a 16-core host
+    assert reader_threads(1, cpus=16) == 8  # one GPU worker on a 16-core host
+    assert reader_threads(1, cpus=64) == 8
     assert reader_threads(8, cpus=16) == 2
     assert reader_threads(1, cpus=2) == 2  # never fewer than two: one reads while the other's task runs
 

@@ -51,10 +51,10 @@ class WorkerSpec:
 
 def reader_threads(workers: int, cpus: int | None = None) -> int:
     """Reader threads per worker: enough that reading never starves the session (a big uncompressed file takes
-    about twice a GPU run to read and check on one thread), at most 4 (each holds a task's arrays), and no more
-    than the CPUs shared by the workers allow."""
+    about twice a GPU run to read and check on one thread, four times when the thread also copies it to the GPU),
+    at most 8 (each holds a task's arrays), and no more than the CPUs shared by the workers allow."""
     cpus = cpus if cpus is not None else (os.cpu_count() or 2)
-    return max(2, min(4, cpus // max(1, workers)))
+    return max(2, min(8, cpus // max(1, workers)))
 
 
 @dataclass(frozen=True)
