@@ -33,6 +33,12 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:trt_unsupported_op": "FM-74",
     "NEW:arena_shrink_device": "FM-81",
     "NEW:cuda_invalid_configuration": "FM-80",
+    "NEW:directml_device_unsupported": "FM-83",
+    "NEW:directml_graph_failure": "FM-84",
+    "NEW:index_url_replaces_pypi": "FM-85",
+    "NEW:provider_name_typo": "FM-86",
+    "NEW:providers_not_a_list": "FM-86",
+    "NEW:host_memory_exhausted": "FM-87",
 }
 
 

@@ -264,7 +264,15 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
             f"{groups['installed']} was installed, yet only the CPU provider is there: the CPU package `onnxruntime` "
             "is most likely installed too and shadows it (FM-01) — uninstall both, then install only the one you need."
         )
-    if "requested" in groups and "offered" in groups:
+    if "correct" in groups and "requested" in groups:
+        if groups.get("problem") == "string":
+            parts.append(
+                f"The providers were given as the string '{groups['requested']}', not a list: ORT compared its "
+                f"characters. Pass a list: {groups['correct']}."
+            )
+        else:
+            parts.append(f"'{groups['requested']}' is not a provider name; ORT spells it {groups['correct']}.")
+    elif "requested" in groups and "offered" in groups:
         parts.append(
             f"Requested: {groups['requested']}; this onnxruntime build offers {groups['offered']}. "
             f"{groups['requested']} comes in {groups['ep_package']}."

@@ -44,11 +44,50 @@ _CUDA_STATUS = re.compile(
 )
 
 
+# ROCm's HIP runtime errors as their CUDA twins (cudaError_t names without the prefix): the same diagnosis on AMD GPUs
+HIP_TO_CUDA: dict[str, str] = {
+    "InvalidDeviceFunction": "InvalidDeviceFunction",
+    "NoBinaryForGpu": "NoKernelImageForDevice",
+    "InvalidKernelFile": "InvalidKernelImage",
+    "OutOfMemory": "MemoryAllocation",
+    "MemoryAllocation": "MemoryAllocation",
+    "NoDevice": "NoDevice",
+    "InvalidDevice": "InvalidDevice",
+    "IllegalAddress": "IllegalAddress",
+    "LaunchFailure": "LaunchFailure",
+    "InvalidConfiguration": "InvalidConfiguration",
+    "InsufficientDriver": "InsufficientDriver",
+}
+_HIP_STATUS = re.compile(r"(?<![A-Za-z])hipError(?P<name>[A-Z]\w{2,40})")
+
+
+def _hip_status(paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal | None:
+    if "hiperror" not in paste.lowered:
+        return None
+    for index, line in enumerate(paste.lines):
+        m = _HIP_STATUS.search(line)
+        if m is None or m.group("name") not in HIP_TO_CUDA:
+            continue
+        values = {"status": f"hipError{m.group('name')}", "returned_by": "HIP (ROCm, AMD GPU)"}
+        node = nearest_node(nodes, index)
+        if node is not None:
+            values["op"] = node.op
+            values["node"] = node.node
+        attributes: dict[str, str | int] = {"status": HIP_TO_CUDA[m.group("name")]}
+        return Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), attributes, values)
+    return None
+
+
 def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
-    """The first cuBLAS status and the first CUDA runtime error of the paste, named from their numbers if need be."""
+    """The first cuBLAS status and the first CUDA (or HIP) runtime error of the paste, named from their numbers if
+    need be."""
     low = paste.lowered
     cublas_done = "cublas" not in low
     cuda_done = "cuda" not in low
+    hip = _hip_status(paste, nodes)
+    if hip is not None:
+        cuda_done = True
+        yield hip
     for index, line in enumerate(paste.lines):
         if cublas_done and cuda_done:
             return

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
 from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
 from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
 from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
@@ -491,6 +492,11 @@ _BAD_VALUES = re.compile(
     r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519"
     # what NaN outputs look like downstream: numpy's cast warning, black / blank / all-zero images
     r"|invalid value encountered"
+    # prose: "the fp16 model outputs strange results", "garbage output after converting to fp16"
+    r"|\b(?:strange|wrong|weird|garbage|incorrect|meaningless|broken|bad|nonsense)\s"
+    r"(?:results?|outputs?|predictions?|values?)"
+    r"|\b(?:results?|outputs?|predictions?) (?:is|are|was|were|looks?|becomes?) (?:all )?"
+    r"(?:wrong|garbage|strange|weird|nonsense)"
     r"|\b(?:black|blank|empty|all[- ]zeros?|green|noise) (?:images?|outputs?|pictures?|frames?)"
     r"|\b(?:image|output|result|picture)s? (?:is|are|was|were|comes? out|turns?) (?:all |completely |just )?"
     r"(?:black|blank|zeros?)\b",
@@ -546,5 +552,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _fp16_overflow(paste),
         other_ep_build(paste),
         silent_fallback(paste),
+        slow_gpu(paste),
+        provider_typo(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
