@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     for g in grid:
         print(
             f"{g['subset'][:20]:<20} ({g['pastes']}) threshold {g['threshold']:>5} margin {g['margin']:<4}: "
-            f"offered {g['offered']:3d} right {g['right']:3d} wrong {g['wrong']:3d} NG/benign->GPU {g['model_or_benign_turned_gpu']}"
+            f"offered {g['offered']:3d} right {g['right']:3d} wrong {g['wrong']:3d} "
+            f"NG/benign->GPU {g['model_or_benign_turned_gpu']}"
         )
     print("unrelated texts, best score:", max(u["score"] for u in unrelated))
     print(f"pastes no rule recognises: {doc['no_rule_fired']}; answered by the fallback: {len(via_fallback)}")
@@ -270,8 +271,8 @@ def _markdown(doc: dict) -> str:
         f"- Chosen: score >= {doc['threshold']} and >= {doc['margin']} x the runner-up: offered {chosen['offered']}, "
         f"right {chosen['right']}, wrong {chosen['wrong']}, model-input/benign pastes turned into a GPU entry "
         f"{chosen['model_or_benign_turned_gpu']} (optimistic: rules and examples were written from these pastes). "
-        f"On the {hard['pastes']} pastes no rule recognised when their set was first measured, scored with the knowledge "
-        "base of that time (the population the fallback is for, as close to unseen as the seen sets allow): offered "
+        f"On the {hard['pastes']} pastes no rule recognised when their set was first measured, scored with the "
+        "knowledge base of that time (the population the fallback is for, as close to unseen as the seen sets allow): offered "
         f"{hard['offered']}, right {hard['right']}, wrong {hard['wrong']}, model-input/benign turned into a GPU entry "
         f"{hard['model_or_benign_turned_gpu']}.",
         f"- In the pipeline: {doc['no_rule_fired']} seen paste(s) are recognised by no rule; the fallback answers "
