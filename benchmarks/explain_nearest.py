@@ -272,7 +272,8 @@ def _markdown(doc: dict) -> str:
         f"right {chosen['right']}, wrong {chosen['wrong']}, model-input/benign pastes turned into a GPU entry "
         f"{chosen['model_or_benign_turned_gpu']} (optimistic: rules and examples were written from these pastes). "
         f"On the {hard['pastes']} pastes no rule recognised when their set was first measured, scored with the "
-        "knowledge base of that time (the population the fallback is for, as close to unseen as the seen sets allow): offered "
+        "knowledge base of that time (the population the fallback is for, as close to unseen as the seen sets "
+        "allow): offered "
         f"{hard['offered']}, right {hard['right']}, wrong {hard['wrong']}, model-input/benign turned into a GPU entry "
         f"{hard['model_or_benign_turned_gpu']}.",
         f"- In the pipeline: {doc['no_rule_fired']} seen paste(s) are recognised by no rule; the fallback answers "
