@@ -139,6 +139,26 @@ def test_a_slow_gpu_in_prose_points_at_the_evidenced_cause(text: str, entry: str
     assert _top(text) == entry
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "inference is slow, onnxruntime is using the CPU instead of the GPU",
+        "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create "
+        "CUDAExecutionProvider.\nand now each image takes 3 seconds on my GPU machine",
+    ],
+)
+def test_slowness_of_a_session_that_runs_on_the_cpu_is_not_a_gpu_performance_problem(text: str) -> None:
+    assert _top(text) not in ("FM-48", "FM-50", "FM-51")
+
+
+def test_faster_on_the_cpu_than_on_the_gpu_is_still_a_slow_gpu() -> None:
+    assert _top("it is faster running on the CPU than with CUDA, the GPU run is slow") == "FM-48"
+
+
+def test_fp16_wrong_results_in_chinese_prose() -> None:
+    assert _top("模型转成fp16以后推理结果不对，fp32是正常的") == "FM-52"
+
+
 def test_slowness_words_without_a_gpu_are_not_a_gpu_problem() -> None:
     assert _top("the web page loads slowly and takes 12 seconds") is None
 
@@ -257,6 +277,7 @@ def test_closest_provider() -> None:
         "[ONNXRuntimeError] : 1 : FAIL : Load model from /data/big.onnx failed:bad allocation",
         "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
         "MemoryError while reading model.onnx with onnx.load",
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (1, 3, 8192)",
     ],
 )
 def test_host_memory_exhausted_is_not_gpu_memory(text: str) -> None:

@@ -44,11 +44,20 @@ _EVIDENCE = (
     ),
     ("shapes", re.compile(r"dynamic|\bshapes?\b|resolution|\bocr\b|different sizes|动态|形状|尺寸|OCR", re.IGNORECASE)),
 )
+# the run is on the CPU (a fallback): slowness is then its consequence, not a GPU performance problem
+_ON_CPU = re.compile(
+    r"\b(?:run(?:s|ning)?|using|uses|used|fell back|falls? back|fallback|executes?|executing)\s(?:on\s|to\s)?"
+    r"(?:the\s)?cpu\b(?!\s(?:than|vs|versus)\b)(?![^\n]{0,20}\bthan\b)"
+    r"|Failed to create (?:CUDA|Tensorrt)ExecutionProvider|\bonly\s\[?['\"]?CPUExecutionProvider",
+    re.IGNORECASE,
+)
 _ERROR_LINE = re.compile(r"\b\w{2,60}(?:Error|Exception)\b\s?:|\[ONNXRuntimeError\]|\bfailed\b|\bfailure\b", re.I)
 
 
 def slow_gpu(paste: Paste) -> Iterator[Signal]:
     """The first line that says a GPU run is slow (a GPU word on it or next to it), with what points at a cause."""
+    if _ON_CPU.search(paste.joined):
+        return
     lines = paste.lines
     for index, line in enumerate(lines):
         m = _SLOW.search(line)

@@ -487,7 +487,10 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
 
 # ---------------------------------------------------------------- fp16 overflow in prose or logs
 
-_HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
+# ASCII edges, not \b: "转成fp16以后" has no word boundary around fp16 (CJK letters are word characters)
+_HALF = re.compile(
+    r"(?<![A-Za-z0-9_])(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)(?![A-Za-z0-9_])", re.IGNORECASE
+)
 _BAD_VALUES = re.compile(
     r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519"
     # what NaN outputs look like downstream: numpy's cast warning, black / blank / all-zero images
@@ -497,6 +500,7 @@ _BAD_VALUES = re.compile(
     r"(?:results?|outputs?|predictions?|values?)"
     r"|\b(?:results?|outputs?|predictions?) (?:is|are|was|were|looks?|becomes?) (?:all )?"
     r"(?:wrong|garbage|strange|weird|nonsense)"
+    r"|结果(?:不对|错误|异常|不正确)|输出(?:不对|错误|异常|全是)|おかしい|異常な?(?:結果|出力)|結果が(?:違う|変)"
     r"|\b(?:black|blank|empty|all[- ]zeros?|green|noise) (?:images?|outputs?|pictures?|frames?)"
     r"|\b(?:image|output|result|picture)s? (?:is|are|was|were|comes? out|turns?) (?:all |completely |just )?"
     r"(?:black|blank|zeros?)\b",
