@@ -33,6 +33,14 @@ def test_the_provider_library_itself_missing_is_fm31_not_a_cuda_library(text: st
     assert _top(text) == "FM-31"
 
 
+def test_the_provider_dll_itself_missing_on_windows_is_fm31() -> None:
+    text = (
+        'Error loading "D:\\svc\\onnxruntime_providers_tensorrt.dll" which is missing. (Error 126: "The specified '
+        'module could not be found.")'
+    )
+    assert _top(text) == "FM-31"
+
+
 def test_a_cuda_library_missing_behind_the_provider_is_still_the_cuda_library() -> None:
     text = (
         "Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared "
@@ -94,6 +102,18 @@ def test_hip_invalid_device_function_is_the_architecture_entry_and_says_rocm() -
     top = result.matches[0]
     assert top.id == "FM-41"
     assert "ROCm" in (top.detail or "") and "CMAKE_HIP_ARCHITECTURES" in top.fix
+
+
+@pytest.mark.parametrize(
+    ("text", "entry", "who"),
+    [
+        ("MIOpen Error: convolution.cpp:88: miopenStatusInternalError while running Conv", "FM-42", "MIOpen"),
+        ("rocblas_status_memory_error returned by rocblas_create_handle", "FM-44", "rocBLAS"),
+    ],
+)
+def test_rocm_library_statuses_map_to_their_cuda_twins(text: str, entry: str, who: str) -> None:
+    top = explain(text).matches[0]
+    assert top.id == entry and who in (top.detail or "")
 
 
 def test_hip_out_of_memory_is_the_gpu_memory_entry() -> None:
@@ -172,6 +192,12 @@ def test_pip_verbose_skipping_every_wheel_is_no_wheel_for_this_python() -> None:
         "(from https://pypi.org/simple/onnxruntime-gpu/); none of the wheel's tags match: cp311-cp311-win_amd64"
     )
     assert _top(text) == "FM-04"
+
+
+def test_a_wheel_that_is_not_supported_on_this_platform_is_fm04() -> None:
+    assert _top(
+        "ERROR: onnxruntime_gpu-1.20.1-cp313-cp313-linux_aarch64.whl is not a supported wheel on this platform."
+    ) == ("FM-04")
 
 
 def test_an_index_url_that_replaces_pypi_is_its_own_cause() -> None:

@@ -17,7 +17,14 @@ from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
 from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
-from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
+from ortgpu.knowledge.runtime_signals import (
+    CUDA_ONLY_OPS,
+    library_statuses,
+    missing_kernels,
+    no_wheel,
+    rocm_library_statuses,
+    trt_logged,
+)
 from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
 from ortgpu.knowledge.statuses import cudnn_name
 
@@ -550,6 +557,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _pybind_load_failed(paste),
         _cudnn_statuses(paste, nodes),
         library_statuses(paste, nodes),
+        rocm_library_statuses(paste, nodes),
         _tensorrt(paste),
         missing_kernels(paste),
         no_wheel(paste),
