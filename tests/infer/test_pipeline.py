@@ -199,3 +199,68 @@ def test_reader_threads_follow_the_cpus_each_worker_has() -> None:
     assert reader_threads(1, cpus=16) == 4  # one GPU worker on a 16-core host
     assert reader_threads(8, cpus=16) == 2
     assert reader_threads(1, cpus=2) == 2  # never fewer than two: one reads while the other's task runs
+
+
+def _batches(folder: Path, count: int, rows: int) -> Path:
+    """``count`` files each holding ``rows`` samples with the batch axis: b000.npz..."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(3)
+    for i in range(count):
+        np.savez(folder / f"b{i:03d}.npz", image=rng.standard_normal((rows, 3, 32, 32)).astype(np.float32))
+    return folder
+
+
+def _counting(run, calls: list[int]):
+    def counted(feeds):
+        calls.append(1)
+        return run(feeds)
+
+    return counted
+
+
+@pytest.mark.parametrize(("rows", "batch", "on_device"), [(4, 4, 3), (3, 4, 0), (5, 4, 0)])
+def test_items_copied_ahead_to_the_device_give_the_same_bits(
+    demo_model: Path, tmp_path: Path, monkeypatch, rows: int, batch: int, on_device: int
+) -> None:
+    # on a GPU the reader threads copy an item's arrays to the device while the session runs the one before; only
+    # items that make their own run(s) are copied, so the rows of every run, and the bits, stay the same
+    import onnxruntime as ort
+
+    from ortgpu.infer.dataset import discover, plan_tasks
+    from ortgpu.infer.worker import InferWorker, WorkerSpec
+
+    inputs = _batches(tmp_path / "in", 3, rows)
+    tasks = plan_tasks(discover(inputs, 1), 3)  # one task of three items: they may share runs
+    results = {}
+    for side in ("host", "device"):
+        out = tmp_path / side
+        out.mkdir()
+        worker = InferWorker(WorkerSpec(str(demo_model), None, "cpu", str(out), SourceKind.NPZ_FOLDER, batch), side)
+        ran: list[int] = []
+        if side == "device":  # CPU ORT values stand in for CUDA ones: the same binding path
+            monkeypatch.setattr(
+                worker.session,
+                "to_device",
+                lambda feeds: {n: ort.OrtValue.ortvalue_from_numpy(a) for n, a in feeds.items()},
+            )
+            monkeypatch.setattr(worker.session, "run_on_device", _counting(worker.session.run_on_device, ran))
+        records = [r for task in tasks for r in worker.process(task)]
+        worker.close()
+        assert [r.status for r in records] == ["done"] * 3
+        assert len(ran) == (on_device if side == "device" else 0)
+        results[side] = _outputs(out)
+    assert results["device"] == results["host"]
+
+
+@pytest.mark.gpu
+def test_infer_on_cuda_gives_the_bits_of_the_session_run_on_host_feeds(demo_model: Path, tmp_path: Path) -> None:
+    from ortgpu.session import load
+
+    inputs = _batches(tmp_path / "in", 4, 8)
+    result = run_infer(InferRequest(demo_model, inputs, tmp_path / "out", ep=ExecutionProvider.CUDA, batch=8))
+    assert result.complete and result.written == 4
+    with load(demo_model, ep="cuda") as session:
+        for path in sorted(inputs.glob("*.npz")):
+            (logits,) = session.run({"image": np.load(path)["image"]})
+            with np.load(tmp_path / "out" / path.name) as data:
+                assert data["logits"].tobytes() == logits.tobytes()

@@ -79,6 +79,7 @@ class _Prepared:
     ready: list[tuple[Item, dict[str, np.ndarray], int]] = field(default_factory=list)
     records: dict[str, ItemRecord] = field(default_factory=dict)
     outputs: list[tuple[Item, int, list[np.ndarray]]] = field(default_factory=list)
+    device: dict[str, dict[str, Any]] = field(default_factory=dict)  # item -> its feeds already on the GPU
     seconds: dict[str, float] = field(default_factory=dict)  # per stage (STAGES), as serve measured them
 
 
@@ -150,7 +151,18 @@ class InferWorker:
                 prepared.records[item.name] = ItemRecord(item.name, "bad", reason=str(exc), worker=self.name)
                 continue
             prepared.ready.append((item, feeds, rows))
+            if self._runs_alone(task, rows):
+                try:
+                    device = self.session.to_device(feeds)
+                except OrtgpuError:
+                    device = None  # the run on host feeds reports what is wrong
+                if device is not None:
+                    prepared.device[item.name] = device
         return prepared
+
+    def _runs_alone(self, task: Task, rows: int) -> bool:
+        """Whether an item's arrays make exactly its own run(s): then a reader thread may copy them to the GPU."""
+        return not self.packable or rows == self.spec.batch or (len(task.items) == 1 and rows <= self.spec.batch)
 
     def execute(self, prepared: _Prepared) -> list[ItemRecord]:
         """Run the prepared items and write the outputs of those the task records."""
@@ -161,7 +173,7 @@ class InferWorker:
         task, records = prepared.task, prepared.records
         for group in self._groups(prepared.ready):
             try:
-                outputs: list[list[np.ndarray] | None] = list(self._run_group(group))
+                outputs: list[list[np.ndarray] | None] = list(self._run_group(group, prepared.device))
             except ItemError as exc:
                 if len(group) == 1:
                     item = group[0][0]
@@ -179,7 +191,7 @@ class InferWorker:
             for (item, _, rows), result in zip(group, outputs, strict=True):
                 if result is not None and task.records(item.name):
                     prepared.outputs.append((item, rows, result))
-        prepared.ready = []  # the inputs are not needed any more
+        prepared.ready, prepared.device = [], {}  # the inputs are not needed any more
         return prepared
 
     def write(self, prepared: _Prepared) -> list[ItemRecord]:
@@ -237,10 +249,15 @@ class InferWorker:
                 groups.append([entry])
         return groups
 
-    def _run_group(self, group: Sequence[tuple[Item, dict[str, np.ndarray], int]]) -> list[list[np.ndarray]]:
-        """Outputs per item of ``group``: concatenated, run in slices of ``batch`` rows, split back."""
+    def _run_group(
+        self, group: Sequence[tuple[Item, dict[str, np.ndarray], int]], device: Mapping[str, Any] | None = None
+    ) -> list[list[np.ndarray]]:
+        """Outputs per item of ``group``: concatenated, run in slices of ``batch`` rows, split back. Items whose
+        feeds are on the GPU already (``device``) each make their own run: the same rows as a slice would."""
         import numpy as np
 
+        if device and all(g[0].name in device for g in group):
+            return [self._run_on_device(device[g[0].name], g[2] if self.packable else None) for g in group]
         if not self.packable:
             return [self._run(group[0][1], None)]
         names = list(self.inputs)
@@ -266,6 +283,16 @@ class InferWorker:
             outputs = self.session.run(feeds)
         except OrtgpuError as exc:
             raise ItemError(exc.one_line()) from None
+        return self._checked(outputs, rows)
+
+    def _run_on_device(self, feeds: Mapping[str, Any], rows: int | None) -> list[np.ndarray]:
+        try:
+            outputs = self.session.run_on_device(feeds)
+        except OrtgpuError as exc:
+            raise ItemError(exc.one_line()) from None
+        return self._checked(outputs, rows)
+
+    def _checked(self, outputs: list[np.ndarray], rows: int | None) -> list[np.ndarray]:
         if rows is not None:
             for name, array in zip(self.outputs, outputs, strict=True):
                 if array.ndim == 0 or array.shape[0] != rows:

@@ -119,6 +119,39 @@ class VerifiedSession:
         except ort_exception_types() as exc:
             raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
 
+    def to_device(self, feeds: Mapping[str, np.ndarray]) -> dict[str, Any] | None:
+        """The feeds copied to this session's GPU (ORT values), for :meth:`run_on_device`; None on the CPU EP.
+
+        Thread-safe beside :meth:`run`: a pipeline copies the next batch while the current one runs, so the run
+        itself does no host-to-device copy."""
+        if self.ort is None or not self.active_ep.is_gpu:
+            return None
+        ort = import_onnxruntime()
+        self._check_feeds(feeds)
+        try:
+            return {name: ort.OrtValue.ortvalue_from_numpy(a, "cuda", self.device_id) for name, a in feeds.items()}
+        except ort_exception_types() as exc:
+            raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
+
+    def run_on_device(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """Run on feeds from :meth:`to_device`; every output comes back to host memory, in the model's order."""
+        if self.ort is None:
+            raise ConfigError("this session is closed", "open a new one with ortgpu.load()")
+        ort = import_onnxruntime()
+        binding = self.ort.io_binding()
+        for name, value in feeds.items():
+            binding.bind_ortvalue_input(name, value)
+        for name in self.output_names:
+            binding.bind_output(name, "cpu")
+        start = time.perf_counter()
+        try:
+            self.ort.run_with_iobinding(binding, self._run_options)
+            outputs: list[np.ndarray] = binding.copy_outputs_to_cpu()
+        except ort_exception_types() as exc:
+            raise translate_ort_error(exc, Phase.RUN, self.active_ep, ort.__version__) from None
+        self.last_run_s = time.perf_counter() - start
+        return outputs
+
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
         if not isinstance(feeds, Mapping):
             raise InputError(
