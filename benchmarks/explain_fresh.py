@@ -30,9 +30,9 @@ SPLIT = "fresh"
 TITLE = "second measurement"
 
 
-def _said(text: str) -> dict:
+def _said(text: str, closest: bool = True) -> dict:
     """What explain told the user for one paste: verdict, summary and the matches with their titles."""
-    result = explain(text)
+    result = explain(text, closest=closest)
     return {
         "verdict": result.verdict.value,
         "summary": result.summary,
@@ -100,16 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--looked", default="", help="comma-separated ids whose misses were looked at and acted on: not unseen"
     )
+    parser.add_argument("--no-closest", action="store_true", help="turn off the nearest-entry fallback")
     args = parser.parse_args(argv)
     looked = [i for i in args.looked.split(",") if i]
 
     data = json.loads(args.data.read_text(encoding="utf-8"))
     pastes = data["pastes"]
-    rows = evaluate(pastes)
+    rows = evaluate(pastes, closest=not args.no_closest)
     by_id = {p["id"]: p for p in pastes}
     for r in rows:
         r["note"] = by_id[r["id"]].get("note", "")
-        r["said"] = _said(by_id[r["id"]]["text"])
+        r["said"] = _said(by_id[r["id"]]["text"], closest=not args.no_closest)
     summary = summarise(rows, splits=(args.split,))
     clear = [r for r in rows if "AMBIGUOUS" not in r["note"]]
     right = sum(r["correct"] for r in clear)
@@ -137,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             if value != default:
                 options += [flag, value]
         options += ["--out", args.out.as_posix(), "--stamp", args.stamp]
+        if args.no_closest:
+            options.append("--no-closest")
         command = "python benchmarks/explain_fresh.py " + shlex.join(options)
         if looked:
             command += f" --looked {args.looked}"

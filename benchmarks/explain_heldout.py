@@ -33,6 +33,12 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:trt_unsupported_op": "FM-74",
     "NEW:arena_shrink_device": "FM-81",
     "NEW:cuda_invalid_configuration": "FM-80",
+    "NEW:directml_device_unsupported": "FM-83",
+    "NEW:directml_graph_failure": "FM-84",
+    "NEW:index_url_replaces_pypi": "FM-85",
+    "NEW:provider_name_typo": "FM-86",
+    "NEW:providers_not_a_list": "FM-86",
+    "NEW:host_memory_exhausted": "FM-87",
 }
 
 
@@ -40,11 +46,12 @@ def _accepted(expected: list[str]) -> set[str]:
     return {NEW_LABEL_ENTRIES.get(label, label) for label in expected}
 
 
-def evaluate(pastes: list[dict]) -> list[dict]:
+def evaluate(pastes: list[dict], closest: bool = True) -> list[dict]:
+    """Explain each paste; `closest=False` turns off the nearest-entry fallback for pastes no rule recognises."""
     rows = []
     for paste in pastes:
         start = time.perf_counter()
-        result = explain(paste["text"])
+        result = explain(paste["text"], closest=closest)
         elapsed = time.perf_counter() - start
         top = result.matches[0].id if result.matches else None
         rows.append(
@@ -126,13 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated held-out ids whose results were looked at (and acted on) after a measurement: "
         "they no longer count as unseen",
     )
+    parser.add_argument("--no-closest", action="store_true", help="turn off the nearest-entry fallback")
     args = parser.parse_args(argv)
 
     data = json.loads(DATA.read_text(encoding="utf-8"))
     if args.out and not args.heldout:
         parser.error("--out records the final measurement: add --heldout")
     pastes = [p for p in data["pastes"] if args.heldout or p["split"] == "dev"]
-    rows = evaluate(pastes)
+    rows = evaluate(pastes, closest=not args.no_closest)
     looked = {i.strip() for i in args.looked.split(",") if i.strip()}
     for r in rows:
         r["looked_at"] = r["id"] in looked

@@ -148,16 +148,26 @@ def test_shape_error_names_the_input() -> None:
     assert "pixel_values" in top.detail
 
 
-def test_mixed_paste_puts_the_gpu_problem_first_and_mentions_the_model_error() -> None:
+def test_a_model_error_after_a_fallback_warning_is_the_failure_and_the_warning_is_listed() -> None:
     text = (
         "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create "
         "CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*.\n"
         "Got invalid dimensions for input: x for the following indices"
     )
     result = explain(text)
-    assert result.verdict is PasteKind.GPU_PROBLEM
-    assert [m.id for m in result.matches] == ["FM-33", "NG-01"]
-    assert "model/input error" in result.summary
+    assert result.verdict is PasteKind.NOT_GPU
+    assert [m.id for m in result.matches] == ["NG-01", "FM-33"]
+    assert "also shows a GPU problem" in result.summary
+
+
+def test_a_gpu_error_logged_as_an_error_still_comes_first() -> None:
+    text = (
+        "[E:onnxruntime:Default, provider_bridge_ort.cc:1548 TryGetProviderInfo_CUDA] Failed to load library "
+        "libonnxruntime_providers_cuda.so with error: libcublasLt.so.12: cannot open shared object file: No such file "
+        "or directory\n"
+        "Got invalid dimensions for input: x for the following indices"
+    )
+    assert explain(text).verdict is PasteKind.GPU_PROBLEM
 
 
 def test_benign_warning() -> None:

@@ -12,6 +12,7 @@ from ortgpu.knowledge import matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
+from ortgpu.knowledge.nearest import closest_hit
 from ortgpu.knowledge.provider_signals import canonical_ep, ep_package
 from ortgpu.knowledge.signals import FUSED_OPS
 
@@ -31,6 +32,7 @@ class PasteKind(Enum):
     NOT_GPU = "not_gpu"  # a model or input error: not a GPU setup problem
     BENIGN = "benign"  # informational output, nothing to fix
     NOT_RECOGNISED = "not_recognised"
+    CLOSEST = "closest_known"  # no rule fired; the nearest entry by its words: a lead, not a diagnosis
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,9 @@ class Match:
     matched_line: str
     sources: tuple[str, ...]
     related: tuple[RelatedEntry, ...]
-    matched_by: str = "pattern"  # "pattern", "structure" (library name, provider list, status...) or "wrapped text"
+    # "pattern", "structure" (library name, provider list, status...), "wrapped text", or "closest" (no rule fired:
+    # the nearest entry by the paste's words, a low-confidence lead)
+    matched_by: str = "pattern"
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,11 @@ class ExplainResult:
     line_count: int = field(default=0)
 
 
-def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
-    """Diagnose a pasted message. Raises ExplainInputError (exit 2) for empty text."""
+def explain(text: str, kb: KnowledgeBase | None = None, *, closest: bool = True) -> ExplainResult:
+    """Diagnose a pasted message. Raises ExplainInputError (exit 2) for empty text.
+
+    When no rule recognises the paste and `closest` is on, the nearest entry by the paste's words is offered as a
+    low-confidence lead (verdict CLOSEST, matched_by "closest"), if it clears the calibrated score and margin."""
     if not text or not text.strip():
         raise ExplainInputError(
             "nothing to explain: the text is empty",
@@ -92,15 +99,19 @@ def explain(text: str, kb: KnowledgeBase | None = None) -> ExplainResult:
     paste = prepare(text)
     facts = extract_facts(paste)
     hits = find_hits(paste, kb)
+    guessed = False
+    if not hits and closest:
+        near = closest_hit(paste, kb)
+        hits, guessed = ((near,), True) if near is not None else ((), False)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
         facts = dataclasses.replace(facts, ort_version=None, build_cuda_major=11, build_cudnn_major=8)
     merged = _merged_into(kb)
     matches = tuple(_match(hit, facts, kb, merged) for hit in hits)
-    verdict = _verdict(hits)
+    verdict = PasteKind.CLOSEST if guessed else _verdict(hits)
     return ExplainResult(
         verdict=verdict,
-        recognised=verdict is not PasteKind.NOT_RECOGNISED,
+        recognised=verdict not in (PasteKind.NOT_RECOGNISED, PasteKind.CLOSEST),
         summary=_summary(verdict, matches),
         matches=matches,
         facts=facts,
@@ -125,6 +136,11 @@ def _summary(verdict: PasteKind, matches: tuple[Match, ...]) -> str:
     if verdict is PasteKind.NOT_RECOGNISED:
         return "Not recognised: this message is not in ortgpu's knowledge base."
     top = matches[0]
+    if verdict is PasteKind.CLOSEST:
+        return (
+            f"Not recognised with certainty. Closest known problem: {top.id} {top.title} — a lead by the words the "
+            "paste shares with it, not a certain diagnosis."
+        )
     what = f"{top.id} {top.title}" + (f" [{top.library}]" if top.library else "")
     others = {m.family is Family.NOT_GPU for m in matches[1:]} - {top.family is Family.NOT_GPU}
     tail = ""
@@ -147,6 +163,9 @@ def _next_step(verdict: PasteKind) -> str:
         "or package is at fault there.",
         PasteKind.NOT_GPU: "Fix the model or the inputs you feed; the GPU setup is not what failed here.",
         PasteKind.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
+        PasteKind.CLOSEST: "Check whether the closest problem's meaning fits your paste before applying its fix; run "
+        "`ortgpu doctor` on the machine where it failed: it checks the installed ORT, the CUDA/cuDNN libraries, the "
+        "driver and the GPU, and names the cause.",
         PasteKind.NOT_RECOGNISED: "Run `ortgpu doctor` on the machine where it failed: it checks the installed ORT, "
         "the CUDA/cuDNN libraries the provider needs, the driver and the GPU, and names the cause.",
     }[verdict]
@@ -201,6 +220,12 @@ _WINDOWS_CODES = {
 
 
 def _detail(hit: Hit, facts: PasteFacts) -> str | None:
+    if hit.how == "closest":
+        groups = hit.groups
+        return (
+            f"No rule matched. This entry shares the most distinctive words with the paste ({groups['terms']}; score "
+            f"{groups['score']}, next entry {groups['runner_up']})."
+        )
     parts: list[str] = []
     for lib in hit.libraries:
         sentence = _library_sentence(lib)
@@ -264,7 +289,15 @@ def _detail(hit: Hit, facts: PasteFacts) -> str | None:
             f"{groups['installed']} was installed, yet only the CPU provider is there: the CPU package `onnxruntime` "
             "is most likely installed too and shadows it (FM-01) — uninstall both, then install only the one you need."
         )
-    if "requested" in groups and "offered" in groups:
+    if "correct" in groups and "requested" in groups:
+        if groups.get("problem") == "string":
+            parts.append(
+                f"The providers were given as the string '{groups['requested']}', not a list: ORT compared its "
+                f"characters. Pass a list: {groups['correct']}."
+            )
+        else:
+            parts.append(f"'{groups['requested']}' is not a provider name; ORT spells it {groups['correct']}.")
+    elif "requested" in groups and "offered" in groups:
         parts.append(
             f"Requested: {groups['requested']}; this onnxruntime build offers {groups['offered']}. "
             f"{groups['requested']} comes in {groups['ep_package']}."

@@ -251,7 +251,10 @@ def test_fp16_symptoms_without_an_ep_are_fp16_overflow(text: str) -> None:
 
 
 def test_a_black_image_without_half_precision_is_not_fp16() -> None:
-    assert _top("the output image is black, what is wrong with my onnx export?") != "FM-52"
+    # no rule claims fp16; the nearest-entry fallback may offer it only as a lead, not as a diagnosis
+    result = explain("the output image is black, what is wrong with my onnx export?")
+    assert result.verdict in (PasteKind.NOT_RECOGNISED, PasteKind.CLOSEST)
+    assert all(m.matched_by == "closest" for m in result.matches)
 
 
 # ---------------------------------------------------------------- status numbers, checked against the headers

@@ -58,6 +58,7 @@ def _render(result: ExplainResult, console: Console) -> None:
         PasteKind.NOT_GPU: "bold yellow",
         PasteKind.BENIGN: "bold green",
         PasteKind.NOT_RECOGNISED: "bold",
+        PasteKind.CLOSEST: "bold magenta",
     }[result.verdict]
     console.print(f"[{style}]{x(result.summary)}[/]")
     if result.matches:

@@ -98,7 +98,7 @@ class Example:
     verbatim: bool
 
 
-CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status", "ep"})
+CLAIM_KEYS = frozenset({"family", "component", "major", "platform", "name", "status", "ep", "evidence"})
 
 
 @dataclass(frozen=True)

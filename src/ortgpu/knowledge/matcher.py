@@ -115,7 +115,24 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
     prose = {h.entry.id for h in found if _prose_only(h, paste)}
     if len(prose) == len(found):  # no tool output matched: the prose is all the evidence there is
         prose = set()
-    return tuple(sorted(found, key=lambda h: (h.entry.id in prose, *_rank_key(h))))
+    superseded = _superseded_warnings(found, paste)
+    return tuple(sorted(found, key=lambda h: (h.entry.id in prose, h.entry.id in superseded, *_rank_key(h))))
+
+
+def _superseded_warnings(found: list[Hit], paste: Paste) -> set[str]:
+    """Hits that rest only on lines ORT logged as warnings ("Failed to create TensorrtExecutionProvider") when a
+    model/input error comes after them: that error is what failed; the warnings are listed below it."""
+    if not paste.warned:
+        return set()
+    warned = {h.entry.id: max(h.line_indices) for h in found if h.line_indices and set(h.line_indices) <= paste.warned}
+    if not warned:
+        return set()
+    errors = [
+        min(h.line_indices)
+        for h in found
+        if h.entry.family is Family.NOT_GPU and h.line_indices and not set(h.line_indices) <= paste.warned
+    ]
+    return {eid for eid, last in warned.items() if any(first > last for first in errors)}
 
 
 # the user's own sentences: first person, or "this issue"; a line of tool output carries none of these
@@ -214,7 +231,10 @@ def _head(paste: Paste) -> Paste:
     lines = paste.lines[:count]
     joined = "\n".join(lines)
     logged = frozenset(i for i in paste.logged if i < count)
-    return Paste(lines, joined, joined.lower(), paste.starts[:count], paste.origins, paste.line_origins[:count], logged)
+    warned = frozenset(i for i in paste.warned if i < count)
+    return Paste(
+        lines, joined, joined.lower(), paste.starts[:count], paste.origins, paste.line_origins[:count], logged, warned
+    )
 
 
 def _glued(paste: Paste) -> Paste:

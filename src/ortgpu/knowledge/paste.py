@@ -86,16 +86,20 @@ def normalise(text: str) -> tuple[str, ...]:
     return _normalise(text)[0]
 
 
-def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], frozenset[int]]:
+def _normalise(
+    text: str,
+) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], frozenset[int], frozenset[int]]:
     """The clean lines, the ORT source files named in the log prefixes that were removed (which component
-    logged: `tensorrt_execution_provider.h`, `provider_bridge_ort.cc`, ...), that file per line ("" when none), and
-    the lines that carried the marks of tool output (a timestamp, an ORT log prefix, a source position)."""
+    logged: `tensorrt_execution_provider.h`, `provider_bridge_ort.cc`, ...), that file per line ("" when none),
+    the lines that carried the marks of tool output (a timestamp, an ORT log prefix, a source position), and the
+    lines ORT logged at warning level or below ([W:onnxruntime...], [I:...], [V:...])."""
     text = repair(_ANSI.sub("", text)).replace("\\\\", "\\")
     origins: set[str] = set()
     raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
     out: list[str] = []
     line_origins: list[str] = []
     logged: set[int] = set()
+    warned: set[int] = set()
     after_frame = False
     for line in raw:  # each substitution only where its anchor is (a paste can be 40,000 lines)
         if 'File "' in line and _PY_FRAME.match(line):
@@ -109,11 +113,14 @@ def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, .
             continue
         origin = ""
         marked = False
+        warning = False
         if ":" in line:
             for pattern in _TIMESTAMPS:
                 line, n = pattern.subn("", line)
                 marked = marked or n > 0
             if "onnxruntime:" in line:
+                prefix = _ORT_LOG_PREFIX.search(line)
+                warning = prefix is not None and prefix.group(0)[1] in "WIV"
                 named = [m.group(1) for m in _ORT_LOG_PREFIX.finditer(line) if m.group(1)]
                 origins.update(named)
                 origin = named[0] if named else origin
@@ -127,9 +134,11 @@ def _normalise(text: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, .
         if line:
             if marked:
                 logged.add(len(out))
+            if warning:
+                warned.add(len(out))
             out.append(line)
             line_origins.append(origin)
-    return tuple(out), frozenset(origins), tuple(line_origins), frozenset(logged)
+    return tuple(out), frozenset(origins), tuple(line_origins), frozenset(logged), frozenset(warned)
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,7 @@ class Paste:
     origins: frozenset[str] = frozenset()  # ORT source files whose log prefixes were removed
     line_origins: tuple[str, ...] = ()  # per line: the ORT source file of its removed log prefix, or ""
     logged: frozenset[int] = frozenset()  # lines that carried a timestamp, an ORT log prefix or a source position
+    warned: frozenset[int] = frozenset()  # lines ORT logged at warning level or below
 
     def origin_of(self, index: int) -> str:
         return self.line_origins[index] if index < len(self.line_origins) else ""
@@ -165,11 +175,11 @@ def prepare(text: str | Paste) -> Paste:
     """Normalise a paste (once); a Paste passes through unchanged."""
     if isinstance(text, Paste):
         return text
-    lines, origins, line_origins, logged = _normalise(text)
+    lines, origins, line_origins, logged, warned = _normalise(text)
     joined = "\n".join(lines)
     starts: list[int] = []
     offset = 0
     for line in lines:
         starts.append(offset)
         offset += len(line) + 1
-    return Paste(lines, joined, joined.lower(), tuple(starts), origins, line_origins, logged)
+    return Paste(lines, joined, joined.lower(), tuple(starts), origins, line_origins, logged, warned)

@@ -14,7 +14,7 @@ from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import FailingNode, Signal, SignalKind, nearest_node
 from ortgpu.knowledge.statuses import CUBLAS, cuda_name
 
-__all__ = ["CUDA_ONLY_OPS", "library_statuses", "missing_kernels", "no_wheel", "trt_logged"]
+__all__ = ["CUDA_ONLY_OPS", "library_statuses", "missing_kernels", "no_wheel", "rocm_library_statuses", "trt_logged"]
 
 _TRT_LINE = re.compile(r"tensorrt|\btrt\b|\[TRT\]|tactic|IBuilder|nvinfer|\bmyelin\b", re.IGNORECASE)
 
@@ -44,11 +44,99 @@ _CUDA_STATUS = re.compile(
 )
 
 
+# ROCm's HIP runtime errors as their CUDA twins (cudaError_t names without the prefix): the same diagnosis on AMD GPUs
+HIP_TO_CUDA: dict[str, str] = {
+    "InvalidDeviceFunction": "InvalidDeviceFunction",
+    "NoBinaryForGpu": "NoKernelImageForDevice",
+    "InvalidKernelFile": "InvalidKernelImage",
+    "OutOfMemory": "MemoryAllocation",
+    "MemoryAllocation": "MemoryAllocation",
+    "NoDevice": "NoDevice",
+    "InvalidDevice": "InvalidDevice",
+    "IllegalAddress": "IllegalAddress",
+    "LaunchFailure": "LaunchFailure",
+    "InvalidConfiguration": "InvalidConfiguration",
+    "InsufficientDriver": "InsufficientDriver",
+}
+_HIP_STATUS = re.compile(r"(?<![A-Za-z])hipError(?P<name>[A-Z]\w{2,40})")
+
+
+def _hip_status(paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal | None:
+    if "hiperror" not in paste.lowered:
+        return None
+    for index, line in enumerate(paste.lines):
+        m = _HIP_STATUS.search(line)
+        if m is None or m.group("name") not in HIP_TO_CUDA:
+            continue
+        values = {"status": f"hipError{m.group('name')}", "returned_by": "HIP (ROCm, AMD GPU)"}
+        node = nearest_node(nodes, index)
+        if node is not None:
+            values["op"] = node.op
+            values["node"] = node.node
+        attributes: dict[str, str | int] = {"status": HIP_TO_CUDA[m.group("name")]}
+        return Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), attributes, values)
+    return None
+
+
+# ROCm's MIOpen (cuDNN's twin) and rocBLAS (cuBLAS's) statuses, as the cuDNN / cuBLAS status names entries claim
+MIOPEN_TO_CUDNN: dict[str, str] = {
+    "InternalError": "INTERNAL_ERROR",
+    "UnknownError": "INTERNAL_ERROR",
+    "NotInitialized": "NOT_INITIALIZED",
+    "AllocFailed": "ALLOC_FAILED",
+    "BadParm": "BAD_PARAM",
+    "InvalidValue": "BAD_PARAM",
+    "NotImplemented": "NOT_SUPPORTED",
+    "UnsupportedOp": "NOT_SUPPORTED",
+}
+ROCBLAS_TO_CUBLAS: dict[str, str] = {
+    "memory_error": "ALLOC_FAILED",
+    "invalid_handle": "NOT_INITIALIZED",
+    "internal_error": "INTERNAL_ERROR",
+    "not_implemented": "NOT_SUPPORTED",
+    "invalid_value": "INVALID_VALUE",
+    "invalid_size": "INVALID_VALUE",
+}
+_ROCM_STATUS = re.compile(
+    r"(?<![A-Za-z])(?:miopenStatus(?P<miopen>[A-Z]\w{2,40})|rocblas_status_(?P<rocblas>[a-z_]{3,40}))"
+)
+
+
+def rocm_library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
+    """The first MIOpen or rocBLAS status of the paste, as the cuDNN / cuBLAS status of the same meaning."""
+    if "miopenstatus" not in paste.lowered and "rocblas_status_" not in paste.lowered:
+        return
+    for index, line in enumerate(paste.lines):
+        m = _ROCM_STATUS.search(line)
+        if m is None:
+            continue
+        if m.group("miopen"):
+            name, status = f"miopenStatus{m.group('miopen')}", MIOPEN_TO_CUDNN.get(m.group("miopen"))
+            kind, who = SignalKind.CUDNN_STATUS, "MIOpen (ROCm, AMD GPU)"
+        else:
+            name, status = f"rocblas_status_{m.group('rocblas')}", ROCBLAS_TO_CUBLAS.get(m.group("rocblas"))
+            kind, who = SignalKind.CUBLAS_STATUS, "ROCm's rocBLAS (AMD GPU)"
+        if status is None:
+            continue
+        values = {"status": name, "returned_by": who}
+        node = nearest_node(nodes, index)
+        if node is not None:
+            values["op"] = node.op
+            values["node"] = node.node
+        yield Signal(kind, index, paste.starts[index] + m.start(), {"status": status}, values)
+        return
+
+
 def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
-    """The first cuBLAS status and the first CUDA runtime error of the paste, named from their numbers if need be."""
+    """The first cuBLAS status and the first CUDA (or HIP) runtime error of the paste, named from their numbers if
+    need be."""
     low = paste.lowered
     cublas_done = "cublas" not in low
     cuda_done = "cuda" not in low
+    hip = _hip_status(paste, nodes)
+    if hip is not None:
+        cuda_done = True
+        yield hip
     for index, line in enumerate(paste.lines):
         if cublas_done and cuda_done:
             return

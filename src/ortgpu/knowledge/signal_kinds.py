@@ -31,6 +31,8 @@ class SignalKind(Enum):
     FP16_OVERFLOW = "fp16_overflow"  # fp16 numbers past 65504, NaN or Inf in a half-precision model
     OTHER_EP_BUILD = "other_ep_build"  # a provider was asked for; this build carries another GPU EP, not that one
     SILENT_FALLBACK = "silent_fallback"  # the session runs on the CPU although a GPU EP was asked for; no reason shown
+    SLOW_GPU = "slow_gpu"  # prose: a GPU run is slow or slower than the CPU (evidence: what points at a cause)
+    PROVIDER_TYPO = "provider_typo"  # a provider name that is no provider (misspelt), or providers given as a string
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,16 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
 from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
-from ortgpu.knowledge.runtime_signals import CUDA_ONLY_OPS, library_statuses, missing_kernels, no_wheel, trt_logged
+from ortgpu.knowledge.runtime_signals import (
+    CUDA_ONLY_OPS,
+    library_statuses,
+    missing_kernels,
+    no_wheel,
+    rocm_library_statuses,
+    trt_logged,
+)
 from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
 from ortgpu.knowledge.statuses import cudnn_name
 
@@ -486,11 +494,20 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
 
 # ---------------------------------------------------------------- fp16 overflow in prose or logs
 
-_HALF = re.compile(r"\b(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)\b", re.IGNORECASE)
+# ASCII edges, not \b: "转成fp16以后" has no word boundary around fp16 (CJK letters are word characters)
+_HALF = re.compile(
+    r"(?<![A-Za-z0-9_])(?:fp16|float16|half[- ]precision|mixed[- ]precision|q4f16|f16)(?![A-Za-z0-9_])", re.IGNORECASE
+)
 _BAD_VALUES = re.compile(
     r"\bnan\b|\binf(?:inity)?\b|overflow|exceed\w*|out of range|65[, ]?504|65[, ]?519"
     # what NaN outputs look like downstream: numpy's cast warning, black / blank / all-zero images
     r"|invalid value encountered"
+    # prose: "the fp16 model outputs strange results", "garbage output after converting to fp16"
+    r"|\b(?:strange|wrong|weird|garbage|incorrect|meaningless|broken|bad|nonsense)\s"
+    r"(?:results?|outputs?|predictions?|values?)"
+    r"|\b(?:results?|outputs?|predictions?) (?:is|are|was|were|looks?|becomes?) (?:all )?"
+    r"(?:wrong|garbage|strange|weird|nonsense)"
+    r"|结果(?:不对|错误|异常|不正确)|输出(?:不对|错误|异常|全是)|おかしい|異常な?(?:結果|出力)|結果が(?:違う|変)"
     r"|\b(?:black|blank|empty|all[- ]zeros?|green|noise) (?:images?|outputs?|pictures?|frames?)"
     r"|\b(?:image|output|result|picture)s? (?:is|are|was|were|comes? out|turns?) (?:all |completely |just )?"
     r"(?:black|blank|zeros?)\b",
@@ -540,11 +557,14 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _pybind_load_failed(paste),
         _cudnn_statuses(paste, nodes),
         library_statuses(paste, nodes),
+        rocm_library_statuses(paste, nodes),
         _tensorrt(paste),
         missing_kernels(paste),
         no_wheel(paste),
         _fp16_overflow(paste),
         other_ep_build(paste),
         silent_fallback(paste),
+        slow_gpu(paste),
+        provider_typo(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
