@@ -1,7 +1,7 @@
 """`infer` and `bench --devices` on the H200: harness overhead against bare loops, interleaved rounds.
 
     python3 benchmarks/h200_scale.py OUT_DIR [--ep cuda] [--devices 0] [--batch 64] [--files 160] [--rounds 3]
-                                            [--duration 2.0] [--work DIR]
+                                            [--duration 2.0] [--work DIR] [--only infer|ray|bench ...]
 
 1. exports ResNet-50 (torchvision, random weights, dynamic ``batch``; the export of h200_bench_fidelity.py) and
    writes ``ortgpu.toml`` with ``[inputs] shapes`` at the batch, so every verified session (infer's workers and
@@ -13,15 +13,19 @@
    reading, running, writing outputs, manifest) against a bare loop of the same verified session and batch in
    this process (``ortgpu.load`` + ``session.run`` on one batch already in memory, as many runs as the dataset
    has batches). Target: infer >= 95% of the bare loop's rows/s (with several devices: of devices x the
-   one-GPU bare loop). Then ``--ray``: the same infer on Ray Data actors, only when ``import ray`` works here;
-   otherwise recorded as unavailable;
+   one-GPU bare loop). Then ``--ray``: the same infer on Ray Data actors (a local Ray cluster started here with
+   ``num_gpus`` = the devices, one actor per GPU), only when ``import ray`` works here, otherwise recorded as
+   unavailable. Its rows/s from start to end includes starting the actors and their sessions; its steady rows/s
+   (from the first task done to the last) is compared with the bare loop (``--only ray``: a bare loop run before
+   and after it);
 4. bench vs bench --devices, ``--rounds`` interleaved rounds: ``run_bench`` (mode run, the batch, ``--duration``
    s) in this process against ``run_bench_devices`` on ``--devices`` (one worker process per GPU). Target with one
    device: p50 and samples/s within 3%; with several: the aggregate and the per-GPU spread are recorded;
 5. writes OUT_DIR/scale.json and OUT_DIR/scale.md (the exact command, GPU, driver, ORT / CUDA / cuDNN versions).
 
-About 2 minutes on one H200 (export ~10 s, sessions ~5 s each, 3 rounds). Dry run without a GPU: ``--ep cpu``
-(the built-in demo model, batch 8, ``--devices cpu:1``).
+About 2 minutes on one H200 (export ~10 s, sessions ~5 s each, 3 rounds); ``--only ray`` about 1 minute (Ray
+installed by benchmarks/h200_ray_install.sh). Dry run without a GPU: ``--ep cpu`` (the built-in demo model,
+batch 8, ``--devices cpu:1``).
 """
 
 from __future__ import annotations
@@ -98,7 +102,13 @@ def infer_once(model: Path, config: Path, data: Path, out: Path, ep: str, device
         ray=ray,
         workers=count if ray else None,
     )
-    result = run_infer(request)
+    marks: list[tuple[float, float]] = []  # (time, fraction of the items done) at each finished task
+
+    def progress(message: str, fraction: float | None = None) -> None:
+        if fraction:
+            marks.append((time.perf_counter(), fraction))
+
+    result = run_infer(request, progress)
     if result.bad or result.written != result.items:
         raise RuntimeError(f"infer did not write every output: {result.bad[:3]}")
     return {
@@ -107,6 +117,9 @@ def infer_once(model: Path, config: Path, data: Path, out: Path, ep: str, device
         "compute_s": result.compute_s,
         "elapsed_s": result.elapsed_s,
         "tasks": result.tasks,
+        "steady_rows_per_s": steady(marks, result.rows),
+        "replaced": result.replaced,
+        "retried": result.retried,
         "stage_s": dict(result.stage_s),
         "workers": [
             {
@@ -118,6 +131,50 @@ def infer_once(model: Path, config: Path, data: Path, out: Path, ep: str, device
             for w in result.workers
         ],
     }
+
+
+def steady(marks: list[tuple[float, float]], rows: int) -> float | None:
+    """Rows/s from the first task done to the last: without starting the workers and their sessions."""
+    if len(marks) < 2 or marks[-1][0] <= marks[0][0]:
+        return None
+    return (marks[-1][1] - marks[0][1]) * rows / (marks[-1][0] - marks[0][0])
+
+
+def ray_section(model: Path, config: Path, data: Path, work: Path, ep: str, devices: str, batch: int, bare) -> dict:
+    """The infer on Ray Data actors of a local cluster (``num_gpus`` = the devices), against the bare loop:
+    ``bare()`` gives the bare loop's rows/s (the infer rounds' median, or a loop run before and after)."""
+    try:
+        import ray
+    except ImportError as exc:
+        return {"status": f"ray unavailable ({exc})"}
+    gpu = ep != "cpu"
+    count = len(devices.split(",")) if gpu else int(devices.split(":")[1])
+    report: dict = {"ray_version": ray.__version__}
+    try:
+        import pyarrow
+
+        report["pyarrow_version"] = pyarrow.__version__
+        before = bare()
+        started = time.perf_counter()
+        ray.init(
+            num_gpus=count if gpu else 0,
+            object_store_memory=2 << 30,  # the rows are task descriptions: small
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+        report["init_s"] = time.perf_counter() - started
+        report["cluster"] = {k: v for k, v in ray.cluster_resources().items() if k in ("CPU", "GPU")}
+        value = infer_once(model, config, data, work / "out-ray", ep, devices, batch, ray=True)
+        ray.shutdown()
+        after = bare()
+        reference = before if after is None else (before + after) / 2 if before is not None else after
+        report.update(status="ran", **value, bare_rows_per_s=reference)
+        if reference and value.get("steady_rows_per_s"):
+            report["steady_ratio"] = value["steady_rows_per_s"] / (count * reference)
+    except Exception as exc:  # recorded, the rest of the evidence still counts
+        report["status"] = f"ray failed: {type(exc).__name__}: {exc}"
+    return report
 
 
 def bare_loop(model: Path, config: Path, ep: str, name: str, sample: tuple[int, ...], batch: int, runs: int) -> dict:
@@ -187,53 +244,83 @@ def markdown(report: dict) -> str:
         f"- date: {report['date']}; GPU: {report['gpu']}; driver {report['driver']} (CUDA {report['cuda_driver']})",
         f"- ONNX Runtime {report['ort_version']} (built with CUDA {report['ort_cuda']}, cuDNN {report['ort_cudnn']}); "
         f"Python {report['python']}; devices `{report['devices']}`; batch {report['batch']}, {report['files']} files",
+        f"- parts: {', '.join(report['parts'])}",
         "",
-        "## infer (local workers) vs a bare loop of the same verified session and batch",
-        "",
-        "| round | ran first | infer rows/s | bare rows/s | ratio |",
-        "|---|---|---|---|---|",
     ]
-    for i, r in enumerate(report["infer"]["rounds"]):
-        first = "infer" if i % 2 == 0 else "bare"  # A B, then B A: an even number of rounds balances the order
-        lines.append(
-            f"| {i + 1} | {first} | {r['infer']['rows_per_s']:,.0f} | {r['bare']['rows_per_s']:,.0f} "
-            f"| {r['ratio']:.3f} |"
-        )
     infer = report["infer"]
-    lines += [
-        "",
-        f"median ratio **{infer['median_ratio']:.3f}** (target >= {TARGET_INFER} x {infer['devices']} devices "
-        f"of one bare loop): **{'met' if infer['met'] else 'NOT met'}**",
-        "",
-        *stage_table(report),
-        f"Ray: {report['ray']['status']}"
-        + (f", rows/s {report['ray']['rows_per_s']:,.0f}" if report["ray"].get("rows_per_s") else ""),
-        "",
-        "## bench vs bench --devices",
-        "",
-        "| round | bench p50 ms | --devices p50 ms | bench samples/s | --devices samples/s (sum) | in step |",
-        "|---|---|---|---|---|---|",
-    ]
-    for i, r in enumerate(report["bench"]["rounds"]):
-        d = r["devices"]
-        p50s = ", ".join(f"{v:.3f}" for v in d["p50_ms"] if v is not None)
-        lines.append(
-            f"| {i + 1} | {r['bench']['p50_ms']:.3f} | {p50s} | {r['bench']['samples_per_s']:,.0f} | "
-            f"{d['aggregate_samples_per_s']:,.0f} | {d['synchronised']} |"
-        )
+    if infer["rounds"]:
+        lines += [
+            "## infer (local workers) vs a bare loop of the same verified session and batch",
+            "",
+            "| round | ran first | infer rows/s | bare rows/s | ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for i, r in enumerate(infer["rounds"]):
+            first = "infer" if i % 2 == 0 else "bare"  # A B, then B A: an even number of rounds balances the order
+            lines.append(
+                f"| {i + 1} | {first} | {r['infer']['rows_per_s']:,.0f} | {r['bare']['rows_per_s']:,.0f} "
+                f"| {r['ratio']:.3f} |"
+            )
+        lines += [
+            "",
+            f"median ratio **{infer['median_ratio']:.3f}** (target >= {TARGET_INFER} x {infer['devices']} devices "
+            f"of one bare loop): **{'met' if infer['met'] else 'NOT met'}**",
+            "",
+            *stage_table(report),
+        ]
+    lines += [*ray_lines(report["ray"]), ""]
     bench = report["bench"]
-    lines += [
-        "",
-        f"median p50 delta {bench['p50_delta']:+.2%}, samples/s ratio (aggregate / one) {bench['throughput_ratio']:.3f}"
-        + (
-            f": **{'met' if bench['met'] else 'NOT met'}** (within {TARGET_BENCH:.0%})"
-            if bench["met"] is not None
-            else ""
-        ),
-        "",
-        f"elapsed {report['elapsed_s']:.0f} s",
-    ]
+    if bench["rounds"]:
+        lines += [
+            "## bench vs bench --devices",
+            "",
+            "| round | bench p50 ms | --devices p50 ms | bench samples/s | --devices samples/s (sum) | in step |",
+            "|---|---|---|---|---|---|",
+        ]
+        for i, r in enumerate(bench["rounds"]):
+            d = r["devices"]
+            p50s = ", ".join(f"{v:.3f}" for v in d["p50_ms"] if v is not None)
+            lines.append(
+                f"| {i + 1} | {r['bench']['p50_ms']:.3f} | {p50s} | {r['bench']['samples_per_s']:,.0f} | "
+                f"{d['aggregate_samples_per_s']:,.0f} | {d['synchronised']} |"
+            )
+        lines += [
+            "",
+            f"median p50 delta {bench['p50_delta']:+.2%}, samples/s ratio (aggregate / one) "
+            f"{bench['throughput_ratio']:.3f}"
+            + (
+                f": **{'met' if bench['met'] else 'NOT met'}** (within {TARGET_BENCH:.0%})"
+                if bench["met"] is not None
+                else ""
+            ),
+            "",
+        ]
+    lines.append(f"elapsed {report['elapsed_s']:.0f} s")
     return "\n".join(lines) + "\n"
+
+
+def ray_lines(ray: dict) -> list[str]:
+    lines = ["## infer on Ray Data actors (a local cluster here)", ""]
+    if ray.get("status") != "ran":
+        return [*lines, f"Ray: {ray.get('status')}"]
+    workers = ", ".join(
+        f"{w['name']} (CUDA_VISIBLE_DEVICES={w['cuda_visible_devices']}, session {w['session_s']:.1f} s)"
+        for w in ray.get("workers", [])
+    )
+    steady, bare, ratio = ray.get("steady_rows_per_s"), ray.get("bare_rows_per_s"), ray.get("steady_ratio")
+    lines += [
+        f"Ray {ray['ray_version']} (pyarrow {ray.get('pyarrow_version')}), cluster {ray.get('cluster')}, "
+        f"ray.init {ray.get('init_s', 0):.1f} s; actors: {workers}",
+        "",
+        "| rows | start to end rows/s (actors and sessions included) | steady rows/s (first task done to last) "
+        "| bare loop rows/s | steady / bare |",
+        "|---|---|---|---|---|",
+        f"| {ray['rows']:,} | {ray['rows_per_s']:,.0f} | {f'{steady:,.0f}' if steady else '-'} | "
+        f"{f'{bare:,.0f}' if bare else '-'} | {f'{ratio:.3f}' if ratio else '-'} |",
+    ]
+    if ray.get("replaced") or ray.get("retried"):
+        lines += ["", f"{ray['replaced']} actors replaced, {ray['retried']} tasks retried"]
+    return lines
 
 
 def stage_table(report: dict) -> list[str]:
@@ -271,7 +358,15 @@ def main() -> int:
     )
     parser.add_argument("--duration", type=float, default=2.0, help="bench: timed seconds per side and round")
     parser.add_argument("--work", type=Path)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=("infer", "ray", "bench"),
+        default=["infer", "ray", "bench"],
+        help="the parts to run (default all): infer vs bare loop, infer on Ray, bench vs bench --devices",
+    )
     args = parser.parse_args()
+    parts = set(args.only)
     gpu = args.ep == "cuda"
     devices = args.devices or ("0" if gpu else "cpu:1")
     batch = args.batch or (64 if gpu else 8)
@@ -293,7 +388,7 @@ def main() -> int:
     log(f"model {model.name}, dataset {files} x {batch} rows, devices {devices}")
 
     rounds = []
-    for index in range(args.rounds):
+    for index in range(args.rounds if "infer" in parts else 0):
         values = {}
         order = ("infer", "bare") if index % 2 == 0 else ("bare", "infer")
         for side in order:
@@ -307,27 +402,26 @@ def main() -> int:
             f"infer round {index + 1}: {values['infer']['rows_per_s']:,.0f} vs bare "
             f"{values['bare']['rows_per_s']:,.0f} rows/s: {values['ratio']:.3f}"
         )
-    median_ratio = statistics.median(r["ratio"] for r in rounds)
-    ray_report: dict = {}
-    try:
-        import ray  # noqa: F401
-    except ImportError as exc:
-        ray_report = {"status": f"ray unavailable ({exc})"}
-    else:
-        try:
-            import ray as ray_module
+    median_ratio = statistics.median(r["ratio"] for r in rounds) if rounds else None
 
-            ray_module.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-            value = infer_once(model, config, data, work / "out-ray", args.ep, devices, batch, ray=True)
-            ray_report = {"status": "ran", **value}
-            ray_module.shutdown()
-        except Exception as exc:  # recorded, the rest of the evidence still counts
-            ray_report = {"status": f"ray failed: {type(exc).__name__}: {exc}"}
-    log(f"ray: {ray_report['status']}")
+    def bare() -> float | None:
+        if rounds:
+            return statistics.median(r["bare"]["rows_per_s"] for r in rounds)
+        return bare_loop(model, config, args.ep, name, sample, batch, files)["rows_per_s"]
+
+    ray_report = (
+        ray_section(model, config, data, work, args.ep, devices, batch, bare)
+        if "ray" in parts
+        else {"status": "not run (--only)"}
+    )
+    log(
+        f"ray: {ray_report['status']}"
+        + (f", steady {ray_report['steady_ratio']:.3f} of the bare loop" if ray_report.get("steady_ratio") else "")
+    )
 
     bench_rounds = []
     environment = None
-    for index in range(args.rounds):
+    for index in range(args.rounds if "bench" in parts else 0):
         values = bench_pair(
             model, config, args.ep, devices, batch, args.duration, "bench" if index % 2 == 0 else "devices"
         )
@@ -337,14 +431,20 @@ def main() -> int:
             f"bench round {index + 1}: {values['bench']['samples_per_s']:,.0f} vs --devices "
             f"{values['devices']['aggregate_samples_per_s']:,.0f} samples/s"
         )
-    p50_delta = statistics.median(
-        (statistics.median(v for v in r["devices"]["p50_ms"] if v is not None) - r["bench"]["p50_ms"])
-        / r["bench"]["p50_ms"]
-        for r in bench_rounds
-    )
-    ratio = statistics.median(
-        r["devices"]["aggregate_samples_per_s"] / r["bench"]["samples_per_s"] for r in bench_rounds
-    )
+    if environment is None:  # no bench part: this process's (ORT loaded by the bare loop's sessions)
+        from ortgpu.bench.environment import collect_environment
+
+        environment = collect_environment(args.ep, 0)
+    p50_delta = ratio = None
+    if bench_rounds:
+        p50_delta = statistics.median(
+            (statistics.median(v for v in r["devices"]["p50_ms"] if v is not None) - r["bench"]["p50_ms"])
+            / r["bench"]["p50_ms"]
+            for r in bench_rounds
+        )
+        ratio = statistics.median(
+            r["devices"]["aggregate_samples_per_s"] / r["bench"]["samples_per_s"] for r in bench_rounds
+        )
     report = {
         "command": "python3 benchmarks/h200_scale.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -354,6 +454,7 @@ def main() -> int:
         "cuda_driver": driver.cuda_driver_version,
         "ort_version": ort.__version__,
         "ort_cuda": getattr(environment, "ort_cuda_version", None),
+        "parts": sorted(parts),
         "ort_cudnn": getattr(environment, "ort_cudnn_version", None),
         "loaded_libraries": list(getattr(environment, "loaded_libraries", ())),
         "python": platform.python_version(),
@@ -364,14 +465,16 @@ def main() -> int:
             "rounds": rounds,
             "median_ratio": median_ratio,
             "devices": count,
-            "met": median_ratio >= TARGET_INFER,
+            "met": median_ratio >= TARGET_INFER if median_ratio is not None else None,
         },
         "ray": ray_report,
         "bench": {
             "rounds": bench_rounds,
             "p50_delta": p50_delta,
             "throughput_ratio": ratio,
-            "met": (abs(p50_delta) <= TARGET_BENCH and abs(ratio - 1) <= TARGET_BENCH) if count == 1 else None,
+            "met": (abs(p50_delta) <= TARGET_BENCH and abs(ratio - 1) <= TARGET_BENCH)
+            if count == 1 and p50_delta is not None and ratio is not None
+            else None,
         },
         "elapsed_s": time.perf_counter() - started,
     }

@@ -3,7 +3,7 @@
 # doctor speed), each step time-boxed so a call cut short still returns what finished; steps whose script is not
 # in this tree are skipped. Run from the project root on the device:
 #   bash benchmarks/h200_session.sh "$OUT" STEP...   (carry: [".carry", ".whl"])
-# steps: install tune warmup pytest-gpu profile fp16 scale doctor-speed cudagraph
+# steps: install tune warmup pytest-gpu profile fp16 scale scale-ray doctor-speed cudagraph
 # .carry/ort holds the minimal onnxruntime-gpu 1.31.1 sm_90 pack (../shared/tools/ort-gpu-pack --minimal),
 # .whl the pure-Python wheels the image lacks (pyelftools, pefile, optuna, colorlog).
 set -u
@@ -30,7 +30,9 @@ have benchmarks/h200_tune.py && step tune 420 python3 benchmarks/h200_tune.py "$
 have benchmarks/h200_warmup_fidelity.py && step warmup 150 python3 benchmarks/h200_warmup_fidelity.py "$res/warmup" --rounds 3 --work /tmp/models
 have benchmarks/h200_fp16_compare.py && step fp16 240 python3 benchmarks/h200_fp16_compare.py "$res/fp16" --work /tmp/models
 have benchmarks/h200_profile.py && step profile 150 python3 benchmarks/h200_profile.py "$res/profile" --work /tmp/models
-have benchmarks/h200_scale.py && step scale 200 python3 benchmarks/h200_scale.py "$res/scale" --rounds 4 --duration 2.0 --work /tmp/models
+have benchmarks/h200_scale.py && step scale 200 python3 benchmarks/h200_scale.py "$res/scale" --rounds 4 --duration 2.0 --work /tmp/models --only infer bench
+# infer --ray: needs Ray in /tmp/site (benchmarks/h200_ray_install.sh in an earlier call of this lease)
+have benchmarks/h200_scale.py && step scale-ray 180 python3 benchmarks/h200_scale.py "$res/scale-ray" --only ray --work /tmp/models
 have benchmarks/h200_doctor_speed.sh && step doctor-speed 90 bash benchmarks/h200_doctor_speed.sh "$res/doctor-speed"
 step pytest-gpu 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests
 tar -czf "$out/results.tar.gz" -C "$res" --exclude="*.onnx" --exclude="*.data" --exclude="*.onnx.data" . && echo "packed $(du -h "$out/results.tar.gz" | cut -f1)" | tee -a "$log"

@@ -315,12 +315,14 @@ def run_infer(
             if tasks and cluster is not None:
                 clock["first"] = time.perf_counter()  # Ray: actor start and session creation count too
 
-                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers)
+                outcome = run_ray(spec, tasks, pool_events, cluster, request.workers, max_attempts=request.max_attempts)
             elif tasks:
                 outcome = run_local(spec, slots, tasks, pool_events, max_attempts=request.max_attempts)
         finally:
             with ledger.lock:
                 ledger.flush(force=True)
+            if tasks:  # a worker killed while it wrote left its temporary file; every worker is gone now
+                remove_stale_temporaries(out, [i.output_name for i in dataset.items])
     compute_s = clock.get("last", 0.0) - clock.get("first", 0.0) if "first" in clock else 0.0
     return InferResult(
         model=Path(request.model),
