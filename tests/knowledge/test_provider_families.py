@@ -7,14 +7,10 @@ Every paste here is composed (paraphrased wordings of each family), not taken fr
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import top_id
 
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.statuses import CUBLAS, CUDA_RUNTIME, CUDNN, cuda_name
-
-
-def _top(text: str) -> str | None:
-    result = explain(text)
-    return result.matches[0].id if result.matches else None
 
 
 def _first(text: str):
@@ -71,14 +67,14 @@ def test_both_nuget_native_packages_referenced_is_two_packages_installed_togethe
         '<PackageReference Include="Microsoft.ML.OnnxRuntime" Version="1.17.1" />\n'
         '<PackageReference Include="Microsoft.ML.OnnxRuntime.DirectML" Version="1.17.1" />'
     )
-    assert _top(text) == "FM-01"
+    assert top_id(text) == "FM-01"
 
 
 def test_a_csharp_namespace_is_not_a_package_reference() -> None:
     text = (
         'using Microsoft.ML.OnnxRuntime;\n<PackageReference Include="Microsoft.ML.OnnxRuntime.Gpu" Version="1.18.0" />'
     )
-    assert _top(text) != "FM-01"
+    assert top_id(text) != "FM-01"
 
 
 # ---------------------------------------------------------------- 2. bindings' native libraries
@@ -117,7 +113,7 @@ def test_a_csharp_namespace_is_not_a_package_reference() -> None:
     ],
 )
 def test_bindings_native_library_failures(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 def test_the_provider_library_of_a_binding_is_not_the_onnxruntime_library_itself() -> None:
@@ -125,7 +121,7 @@ def test_the_provider_library_of_a_binding_is_not_the_onnxruntime_library_itself
         "System.DllNotFoundException: Unable to load DLL 'onnxruntime_providers_cuda.dll': "
         "The specified module could not be found."
     )
-    assert _top(text) != "FM-82"
+    assert top_id(text) != "FM-82"
 
 
 # ---------------------------------------------------------------- 3. silent CPU fallback: name what to do next
@@ -149,7 +145,7 @@ def test_a_session_that_ended_on_the_cpu_points_to_doctor_and_the_verbose_log(te
 
 
 def test_an_app_saying_cuda_is_not_available_stays_the_cpu_package() -> None:
-    assert _top("onnxruntime: CUDA is not available, falling back to CPU") == "FM-02"
+    assert top_id("onnxruntime: CUDA is not available, falling back to CPU") == "FM-02"
 
 
 # ---------------------------------------------------------------- 4. which EP lacks the kernel
@@ -176,7 +172,7 @@ def test_an_app_saying_cuda_is_not_available_stays_the_cpu_package() -> None:
     ],
 )
 def test_a_missing_kernel_is_decided_by_the_ep_it_concerns(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 # ---------------------------------------------------------------- 5. a CUDA kernel failing inside one op
@@ -209,7 +205,8 @@ def test_the_failing_op_is_named_for_a_kernel_bug() -> None:
 
 
 def test_an_illegal_access_on_a_second_gpu_stays_the_device_id_entry() -> None:
-    assert _top("CUDA failure 700: an illegal memory access was encountered ; GPU=1 ; expr=cudaMemcpyAsync") == "FM-39"
+    text = "CUDA failure 700: an illegal memory access was encountered ; GPU=1 ; expr=cudaMemcpyAsync"
+    assert top_id(text) == "FM-39"
 
 
 # ---------------------------------------------------------------- 6. options the session, run or provider refuse
@@ -247,7 +244,7 @@ def test_an_option_error_names_the_option(text: str, option: str) -> None:
     ],
 )
 def test_fp16_symptoms_without_an_ep_are_fp16_overflow(text: str) -> None:
-    assert _top(text) == "FM-52"
+    assert top_id(text) == "FM-52"
 
 
 def test_a_black_image_without_half_precision_is_not_fp16() -> None:
@@ -301,7 +298,7 @@ def test_status_numbers_match_the_public_headers() -> None:
     ],
 )
 def test_cudnn9_numbers_reach_the_right_entry(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 def test_model_errors_stay_not_gpu_next_to_the_new_families() -> None:

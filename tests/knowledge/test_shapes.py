@@ -5,18 +5,11 @@ and the guards that keep ordinary lines from becoming GPU problems."""
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import top_with_library
 
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.paste import prepare
 from ortgpu.knowledge.signals import SignalKind, extract_signals
-
-
-def _top(text: str) -> tuple[str | None, str | None]:
-    result = explain(text)
-    if not result.matches:
-        return None, None
-    return result.matches[0].id, result.matches[0].library
-
 
 # ---------------------------------------------------------------- 1. a missing library, any wording
 
@@ -46,7 +39,7 @@ def _top(text: str) -> tuple[str | None, str | None]:
     ],
 )
 def test_a_missing_library_in_any_wording_is_mapped_by_its_name(text: str, entry: str, lib: str) -> None:
-    assert _top(text) == (entry, lib)
+    assert top_with_library(text) == (entry, lib)
 
 
 @pytest.mark.parametrize(
@@ -109,8 +102,8 @@ def test_a_library_status_is_named_and_mapped(text: str, entry: str, status: str
 
 def test_invalid_device_function_is_not_an_invalid_device_ordinal() -> None:
     """Claims accept a status by prefix; the closest claim wins ("InvalidDeviceFunction" is not "InvalidDevice")."""
-    assert _top("cudaErrorInvalidDeviceFunction")[0] == "FM-41"
-    assert _top("cudaErrorInvalidDevice")[0] == "FM-38"
+    assert top_with_library("cudaErrorInvalidDeviceFunction")[0] == "FM-41"
+    assert top_with_library("cudaErrorInvalidDevice")[0] == "FM-38"
 
 
 @pytest.mark.parametrize(
@@ -146,7 +139,7 @@ def test_library_names_without_a_status_are_not_status_failures(text: str) -> No
     ],
 )
 def test_tensorrt_builder_errors_are_engine_build_failures(text: str) -> None:
-    assert _top(text)[0] == "FM-75"
+    assert top_with_library(text)[0] == "FM-75"
 
 
 def test_a_cuda_error_inside_tensorrt_output_is_not_a_cuda_runtime_problem() -> None:
@@ -158,7 +151,7 @@ def test_a_cuda_error_inside_tensorrt_output_is_not_a_cuda_runtime_problem() -> 
     )
     kinds = {s.kind for s in extract_signals(prepare(text))}
     assert SignalKind.CUDA_ERROR not in kinds and SignalKind.TRT_BUILD_ERROR in kinds
-    assert _top(text)[0] == "FM-75"
+    assert top_with_library(text)[0] == "FM-75"
 
 
 def test_tensorrt_warnings_and_info_lines_are_not_build_errors() -> None:
@@ -190,7 +183,7 @@ def test_tensorrt_warnings_and_info_lines_are_not_build_errors() -> None:
     ],
 )
 def test_a_missing_kernel_is_a_cuda_problem_only_when_the_cuda_ep_lacks_it(text: str, entry: str) -> None:
-    assert _top(text)[0] == entry
+    assert top_with_library(text)[0] == entry
 
 
 def test_a_cuda_only_contrib_op_on_the_cpu_says_so() -> None:
@@ -266,7 +259,7 @@ def test_another_packages_missing_wheel_is_not_an_onnxruntime_problem() -> None:
     ],
 )
 def test_an_apps_own_no_gpu_provider_line_is_the_cpu_package(text: str) -> None:
-    assert _top(text)[0] == "FM-02"
+    assert top_with_library(text)[0] == "FM-02"
 
 
 @pytest.mark.parametrize(
@@ -297,7 +290,7 @@ def test_the_printed_warning_outranks_a_complaint_in_prose() -> None:
 
 def test_prose_alone_is_still_diagnosed() -> None:
     text = "I see that the first inference for every new input shape is really slow on the GPU"
-    assert _top(text)[0] == "FM-48"
+    assert top_with_library(text)[0] == "FM-48"
 
 
 def test_a_bare_error_line_is_not_demoted_below_a_logged_warning() -> None:
@@ -306,7 +299,7 @@ def test_a_bare_error_line_is_not_demoted_below_a_logged_warning() -> None:
         "[W:onnxruntime:, session_state.cc:1280 VerifyEachNodeIsAssignedToAnEp] Some nodes were not assigned to the "
         "preferred execution providers\nCUDA failure 35: CUDA driver version is insufficient for CUDA runtime version"
     )
-    assert _top(text)[0] == "FM-34"
+    assert top_with_library(text)[0] == "FM-34"
 
 
 def test_a_one_line_lookahead_does_not_match_across_glued_lines() -> None:
@@ -320,4 +313,4 @@ def test_a_path_with_a_pronoun_in_it_is_not_prose() -> None:
         '[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "" when trying to load '
         '"C:\\Users\\me\\our\\onnxruntime_providers_cuda.dll"\nFailed to create CUDAExecutionProvider.'
     )
-    assert _top(text)[0] == "FM-21"
+    assert top_with_library(text)[0] == "FM-21"

@@ -7,20 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.support.explain_top import top_with_library
 
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.matcher import find_hits
 from ortgpu.knowledge.paste import prepare
 from ortgpu.knowledge.signals import SignalKind, extract_signals
 from ortgpu.knowledge.text import repair
-
-
-def _top(text: str) -> tuple[str | None, str | None]:
-    result = explain(text)
-    if not result.matches:
-        return None, None
-    return result.matches[0].id, result.matches[0].library
-
 
 # ---------------------------------------------------------------- missing libraries, any wording
 
@@ -66,7 +59,7 @@ def _top(text: str) -> tuple[str | None, str | None]:
     ],
 )
 def test_a_missing_library_is_mapped_by_its_name(text: str, entry: str, lib: str) -> None:
-    assert _top(text) == (entry, lib)
+    assert top_with_library(text) == (entry, lib)
 
 
 def test_the_library_named_by_the_loader_is_not_the_culprit() -> None:
@@ -101,7 +94,7 @@ def test_provider_message_wrapped_at_any_column_is_recognised() -> None:
     )
     for width in (37, 53, 61, 77):  # mid-word breaks, no two lines of one length in the short ones
         wrapped = "\n".join(message[i : i + width] for i in range(0, len(message), width))
-        assert _top(wrapped)[0] == "FM-02", width
+        assert top_with_library(wrapped)[0] == "FM-02", width
 
 
 def test_repl_transcript_with_cpu_only_providers_is_the_cpu_package() -> None:
@@ -123,10 +116,8 @@ def test_repl_with_a_gpu_provider_listed_is_not_the_cpu_package() -> None:
 
 
 def test_an_apps_provider_choices_without_cuda_are_the_cpu_package() -> None:
-    assert (
-        _top("run.py: error: argument --execution-provider: invalid choice: 'cuda' (choose from 'azure', 'cpu')")[0]
-        == "FM-02"
-    )
+    text = "run.py: error: argument --execution-provider: invalid choice: 'cuda' (choose from 'azure', 'cpu')"
+    assert top_with_library(text)[0] == "FM-02"
 
 
 def test_pip_listing_with_both_packages_is_the_shadowing_problem() -> None:
@@ -147,9 +138,9 @@ def test_onnxruntime_tools_next_to_onnxruntime_gpu_is_not_a_conflict() -> None:
 def test_utf16_read_as_bytes_is_decoded() -> None:
     message = 'Error loading "C:\\x\\onnxruntime_providers_cuda.dll" which depends on "cudnn64_9.dll" which is missing.'
     as_bytes = message.encode("utf-16-le").decode("latin-1")  # NULs between the letters
-    assert _top(as_bytes) == ("FM-22", "cudnn64_9.dll")
+    assert top_with_library(as_bytes) == ("FM-22", "cudnn64_9.dll")
     spaced = as_bytes.replace("\x00", " ")  # the same log after a tool turned the NULs into spaces
-    assert _top(spaced) == ("FM-22", "cudnn64_9.dll")
+    assert top_with_library(spaced) == ("FM-22", "cudnn64_9.dll")
 
 
 def test_ansi_colours_and_windows_paths_do_not_hide_the_library() -> None:
@@ -176,7 +167,7 @@ def test_ansi_colours_and_windows_paths_do_not_hide_the_library() -> None:
     ],
 )
 def test_localised_os_messages_around_the_english_part(text: str, entry: str) -> None:
-    assert _top(text)[0] == entry
+    assert top_with_library(text)[0] == entry
 
 
 def test_repair_keeps_ordinary_text() -> None:
@@ -210,7 +201,7 @@ def test_a_fused_node_is_traced_to_the_onnx_op_it_replaces() -> None:
 
 
 def test_cudnn_not_initialised_under_cudnn_9_numbering() -> None:
-    assert _top("Status Message: CUDNN failure 1001: CUDNN_STATUS_NOT_INITIALIZED ; GPU=0")[0] == "FM-42"
+    assert top_with_library("Status Message: CUDNN failure 1001: CUDNN_STATUS_NOT_INITIALIZED ; GPU=0")[0] == "FM-42"
 
 
 @pytest.mark.parametrize(
@@ -275,11 +266,12 @@ def test_dev_pastes_get_their_expected_diagnosis(paste: dict) -> None:
 
 
 def test_an_apps_not_available_check_is_the_cpu_package() -> None:
-    assert _top("Detector error: TensorrtExecutionProvider is not avaliable in onnxruntime")[0] == "FM-02"
+    assert top_with_library("Detector error: TensorrtExecutionProvider is not avaliable in onnxruntime")[0] == "FM-02"
 
 
 def test_a_library_named_after_missing() -> None:
-    assert _top("the TensorRT provider fails because of the missing 'libnvinfer.so.10' in the container") == (
+    text = "the TensorRT provider fails because of the missing 'libnvinfer.so.10' in the container"
+    assert top_with_library(text) == (
         "FM-58",
         "libnvinfer.so.10",
     )
@@ -290,10 +282,10 @@ def test_the_available_list_is_read_apart_from_the_requested_provider() -> None:
         "ValueError: Asked to use TensorrtExecutionProvider, but the available execution providers are "
         "['CPUExecutionProvider']."
     )
-    assert _top(text)[0] == "FM-02"
+    assert top_with_library(text)[0] == "FM-02"
 
 
 def test_the_bare_error_126_line_is_the_cuda_provider_dll() -> None:
-    assert _top("FAIL : LoadLibrary failed with error 126")[0] == "FM-21"
+    assert top_with_library("FAIL : LoadLibrary failed with error 126")[0] == "FM-21"
     tensorrt = 'LoadLibrary failed with error 126 "" when trying to load "C:\\x\\onnxruntime_providers_tensorrt.dll"'
-    assert _top(tensorrt)[0] == "FM-59"
+    assert top_with_library(tensorrt)[0] == "FM-59"

@@ -4,15 +4,10 @@ names, host memory, and a model error after fallback warnings. Texts are compose
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import top_id
 
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.prose_signals import closest_provider
-
-
-def _top(text: str) -> str | None:
-    result = explain(text)
-    return result.matches[0].id if result.matches else None
-
 
 # ---------------------------------------------------------------- 1. ORT's own provider library not found
 
@@ -30,7 +25,7 @@ def _top(text: str) -> str | None:
     ],
 )
 def test_the_provider_library_itself_missing_is_fm31_not_a_cuda_library(text: str) -> None:
-    assert _top(text) == "FM-31"
+    assert top_id(text) == "FM-31"
 
 
 def test_the_provider_dll_itself_missing_on_windows_is_fm31() -> None:
@@ -38,7 +33,7 @@ def test_the_provider_dll_itself_missing_on_windows_is_fm31() -> None:
         'Error loading "D:\\svc\\onnxruntime_providers_tensorrt.dll" which is missing. (Error 126: "The specified '
         'module could not be found.")'
     )
-    assert _top(text) == "FM-31"
+    assert top_id(text) == "FM-31"
 
 
 def test_a_cuda_library_missing_behind_the_provider_is_still_the_cuda_library() -> None:
@@ -46,7 +41,7 @@ def test_a_cuda_library_missing_behind_the_provider_is_still_the_cuda_library() 
         "Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared "
         "object file: No such file or directory"
     )
-    assert _top(text) == "FM-12"
+    assert top_id(text) == "FM-12"
 
 
 # ---------------------------------------------------------------- 2. .NET DllNotFoundException and HRESULTs
@@ -88,7 +83,7 @@ def test_a_cuda_library_missing_behind_the_provider_is_still_the_cuda_library() 
     ],
 )
 def test_dotnet_dll_not_found_by_hresult_and_context(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 # ---------------------------------------------------------------- 3. ROCm and DirectML runtime failures
@@ -117,7 +112,7 @@ def test_rocm_library_statuses_map_to_their_cuda_twins(text: str, entry: str, wh
 
 
 def test_hip_out_of_memory_is_the_gpu_memory_entry() -> None:
-    assert _top("rocm_call.cc: HIP failure: hipErrorOutOfMemory while allocating the arena") == "FM-46"
+    assert top_id("rocm_call.cc: HIP failure: hipErrorOutOfMemory while allocating the arena") == "FM-46"
 
 
 @pytest.mark.parametrize(
@@ -130,18 +125,18 @@ def test_hip_out_of_memory_is_the_gpu_memory_entry() -> None:
     ],
 )
 def test_directml_hresults(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 def test_an_hresult_without_directml_context_is_not_claimed_by_directml() -> None:
-    assert _top("Exception 887A0004 while opening the file") not in ("FM-83", "FM-84")
+    assert top_id("Exception 887A0004 while opening the file") not in ("FM-83", "FM-84")
 
 
 # ---------------------------------------------------------------- 4. prose: fp16 results and a slow GPU
 
 
 def test_fp16_strange_outputs_in_prose() -> None:
-    assert _top("The float16 model I converted gives garbage outputs while the fp32 one is fine") == "FM-52"
+    assert top_id("The float16 model I converted gives garbage outputs while the fp32 one is fine") == "FM-52"
 
 
 @pytest.mark.parametrize(
@@ -156,7 +151,7 @@ def test_fp16_strange_outputs_in_prose() -> None:
     ],
 )
 def test_a_slow_gpu_in_prose_points_at_the_evidenced_cause(text: str, entry: str) -> None:
-    assert _top(text) == entry
+    assert top_id(text) == entry
 
 
 @pytest.mark.parametrize(
@@ -168,19 +163,19 @@ def test_a_slow_gpu_in_prose_points_at_the_evidenced_cause(text: str, entry: str
     ],
 )
 def test_slowness_of_a_session_that_runs_on_the_cpu_is_not_a_gpu_performance_problem(text: str) -> None:
-    assert _top(text) not in ("FM-48", "FM-50", "FM-51")
+    assert top_id(text) not in ("FM-48", "FM-50", "FM-51")
 
 
 def test_faster_on_the_cpu_than_on_the_gpu_is_still_a_slow_gpu() -> None:
-    assert _top("it is faster running on the CPU than with CUDA, the GPU run is slow") == "FM-48"
+    assert top_id("it is faster running on the CPU than with CUDA, the GPU run is slow") == "FM-48"
 
 
 def test_fp16_wrong_results_in_chinese_prose() -> None:
-    assert _top("模型转成fp16以后推理结果不对，fp32是正常的") == "FM-52"
+    assert top_id("模型转成fp16以后推理结果不对，fp32是正常的") == "FM-52"
 
 
 def test_slowness_words_without_a_gpu_are_not_a_gpu_problem() -> None:
-    assert _top("the web page loads slowly and takes 12 seconds") is None
+    assert top_id("the web page loads slowly and takes 12 seconds") is None
 
 
 # ---------------------------------------------------------------- 5. installers
@@ -191,11 +186,11 @@ def test_pip_verbose_skipping_every_wheel_is_no_wheel_for_this_python() -> None:
         "Skipping link https://files.pythonhosted.org/packages/x/onnxruntime_gpu-1.15.0-cp311-cp311-win_amd64.whl "
         "(from https://pypi.org/simple/onnxruntime-gpu/); none of the wheel's tags match: cp311-cp311-win_amd64"
     )
-    assert _top(text) == "FM-04"
+    assert top_id(text) == "FM-04"
 
 
 def test_a_wheel_that_is_not_supported_on_this_platform_is_fm04() -> None:
-    assert _top(
+    assert top_id(
         "ERROR: onnxruntime_gpu-1.20.1-cp313-cp313-linux_aarch64.whl is not a supported wheel on this platform."
     ) == ("FM-04")
 
@@ -215,7 +210,7 @@ def test_a_pypi_mirror_is_not_an_index_that_replaces_pypi() -> None:
         "Looking in indexes: https://mirrors.example.invalid/pypi/simple\n"
         "ERROR: No matching distribution found for onnxruntime-gpu==1.20.0"
     )
-    assert _top(text) == "FM-04"
+    assert top_id(text) == "FM-04"
 
 
 # ---------------------------------------------------------------- 6. the final error beats earlier warnings
@@ -236,7 +231,7 @@ def test_an_input_name_error_after_tensorrt_and_cuda_warnings_is_the_failure() -
 
 
 def test_invalid_input_name_with_a_garbage_name_from_cpp() -> None:
-    assert _top("loaded the model\nInvalid input name: \ufffd\ufffdx") == "NG-05"
+    assert top_id("loaded the model\nInvalid input name: \ufffd\ufffdx") == "NG-05"
 
 
 def test_java_not_implemented_with_a_node_name_prefix() -> None:
@@ -284,7 +279,7 @@ def test_a_real_provider_missing_from_the_build_is_not_a_typo() -> None:
         "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider names."
         "Available providers: 'CPUExecutionProvider'"
     )
-    assert _top(text) != "FM-86"
+    assert top_id(text) != "FM-86"
 
 
 def test_closest_provider() -> None:
@@ -307,4 +302,4 @@ def test_closest_provider() -> None:
     ],
 )
 def test_host_memory_exhausted_is_not_gpu_memory(text: str) -> None:
-    assert _top(text) == "FM-87"
+    assert top_id(text) == "FM-87"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from ortgpu.knowledge.paste import Paste
-from ortgpu.knowledge.signal_kinds import FailingNode, Signal, SignalKind, nearest_node
+from ortgpu.knowledge.signal_kinds import FailingNode, Signal, SignalKind, node_values
 from ortgpu.knowledge.statuses import CUBLAS, cuda_name
 
 __all__ = ["CUDA_ONLY_OPS", "library_statuses", "missing_kernels", "no_wheel", "rocm_library_statuses", "trt_logged"]
@@ -69,10 +69,7 @@ def _hip_status(paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal | None:
         if m is None or m.group("name") not in HIP_TO_CUDA:
             continue
         values = {"status": f"hipError{m.group('name')}", "returned_by": "HIP (ROCm, AMD GPU)"}
-        node = nearest_node(nodes, index)
-        if node is not None:
-            values["op"] = node.op
-            values["node"] = node.node
+        values.update(node_values(nodes, index))
         attributes: dict[str, str | int] = {"status": HIP_TO_CUDA[m.group("name")]}
         return Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), attributes, values)
     return None
@@ -119,10 +116,7 @@ def rocm_library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Itera
         if status is None:
             continue
         values = {"status": name, "returned_by": who}
-        node = nearest_node(nodes, index)
-        if node is not None:
-            values["op"] = node.op
-            values["node"] = node.node
+        values.update(node_values(nodes, index))
         yield Signal(kind, index, paste.starts[index] + m.start(), {"status": status}, values)
         return
 
@@ -160,10 +154,8 @@ def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[S
                     values["code"] = str(code)
                 if m.group("fn"):
                     values["call"] = m.group("fn")
-                node = nearest_node(nodes, index)
-                if node is not None:  # the op whose kernel failed (a kernel bug is the op's, not the setup's)
-                    values["op"] = node.op
-                    values["node"] = node.node
+                # the op whose kernel failed (a kernel bug is the op's, not the setup's)
+                values.update(node_values(nodes, index))
                 yield Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), {"status": name}, values)
 
 
@@ -182,10 +174,7 @@ def _cublas_signal(m: re.Match[str], index: int, paste: Paste, nodes: tuple[Fail
     call = m.group("call") or m.group("fn")
     if call:
         values["call"] = call
-    node = nearest_node(nodes, index)
-    if node is not None:
-        values["op"] = node.op
-        values["node"] = node.node
+    values.update(node_values(nodes, index))
     return Signal(SignalKind.CUBLAS_STATUS, index, paste.starts[index] + m.start(), attributes, values)
 
 

@@ -55,6 +55,12 @@ class FailingNode:
     line_index: int
 
 
+def node_values(nodes: tuple[FailingNode, ...], index: int) -> dict[str, str]:
+    """The op and node name of the failing node nearest to line ``index`` (a signal's values), or nothing."""
+    node = nearest_node(nodes, index)
+    return {"op": node.op, "node": node.node} if node is not None else {}
+
+
 def nearest_node(nodes: tuple[FailingNode, ...], index: int) -> FailingNode | None:
     near = [n for n in nodes if abs(n.line_index - index) <= 3]
     if not near:

@@ -25,7 +25,13 @@ from ortgpu.knowledge.runtime_signals import (
     rocm_library_statuses,
     trt_logged,
 )
-from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, nearest_node
+from ortgpu.knowledge.signal_kinds import (
+    MAX_SIGNALS_PER_KIND,
+    FailingNode,
+    Signal,
+    SignalKind,
+    node_values,
+)
 from ortgpu.knowledge.statuses import cudnn_name
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
@@ -424,10 +430,7 @@ def _cudnn_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Si
             call = m.group("call") or m.group("fn")
             if call:
                 values["call"] = call
-        node = nearest_node(nodes, index)
-        if node is not None:
-            values["op"] = node.op
-            values["node"] = node.node
+        values.update(node_values(nodes, index))
         yield Signal(SignalKind.CUDNN_STATUS, index, paste.starts[index] + m.start(), attributes, values)
         return
 
