@@ -33,6 +33,8 @@ class SignalKind(Enum):
     SILENT_FALLBACK = "silent_fallback"  # the session runs on the CPU although a GPU EP was asked for; no reason shown
     SLOW_GPU = "slow_gpu"  # prose: a GPU run is slow or slower than the CPU (evidence: what points at a cause)
     PROVIDER_TYPO = "provider_typo"  # a provider name that is no provider (misspelt), or providers given as a string
+    WEB_BACKEND = "web_backend"  # onnxruntime-web/-node: "no available backend found" (evidence: wasm, webgpu, ...)
+    PROVIDER_ORDER = "provider_order"  # the CPU provider registered before a GPU one: the GPU EP never gets a node
 
 
 @dataclass(frozen=True)

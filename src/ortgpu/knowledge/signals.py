@@ -33,6 +33,7 @@ from ortgpu.knowledge.signal_kinds import (
     node_values,
 )
 from ortgpu.knowledge.statuses import cudnn_name
+from ortgpu.knowledge.usage_signals import installed_packages, provider_order, two_packages_in_prose, web_backend
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
@@ -344,6 +345,8 @@ def _both_packages(paste: Paste) -> Iterator[Signal]:
         m = _PACKAGE_LINE.match(line)
         if m:
             listed.setdefault(m.group("pkg").lower().replace("_", "-"), index)
+        for pkg in installed_packages(line):  # `pip show`'s Name:, "Requirement already satisfied", ...
+            listed.setdefault(pkg, index)
         if _PIP_INSTALL.search(line):
             words = {w.lower().replace("_", "-") for w in _PACKAGE_WORD.findall(line)}
             if "onnxruntime" in words and words & set(_GPU_FLAVOURS):
@@ -352,6 +355,8 @@ def _both_packages(paste: Paste) -> Iterator[Signal]:
     gpu = [p for p in listed if p in _GPU_FLAVOURS]
     if "onnxruntime" in listed and gpu:
         yield _packages_signal(["onnxruntime", *gpu], max(listed["onnxruntime"], listed[gpu[0]]), paste)
+        return
+    yield from two_packages_in_prose(paste)
 
 
 def _packages_signal(packages: list[str], index: int, paste: Paste) -> Signal:
@@ -462,6 +467,11 @@ _TRT_ERROR = re.compile(
 )
 
 
+# the TensorRT EP refusing one of its options (the engine-decryption library path, an enum value): the option's fault
+# (FM-81), not an engine build
+_TRT_OPTION = re.compile(r"could not open shared library from|decryption|Failed to map enum value", re.IGNORECASE)
+
+
 def _tensorrt(paste: Paste) -> Iterator[Signal]:
     low = paste.lowered
     # the unsupported-op wordings are TensorRT's only in its context (the text, or the ORT component that logged)
@@ -472,7 +482,8 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if not build_done and trt_logged(paste, index):
             m = _TRT_ERROR.search(line)
-            if m and not _TRT_PROFILE.search(line) and not _TRT_UNSUPPORTED.search(line):
+            bad = _TRT_PROFILE.search(line) or _TRT_UNSUPPORTED.search(line) or _TRT_OPTION.search(line)
+            if m and not bad:
                 build_done = True
                 yield Signal(
                     SignalKind.TRT_BUILD_ERROR, index, paste.starts[index] + m.start(), {}, {"trt_error": line[:200]}
@@ -569,5 +580,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         silent_fallback(paste),
         slow_gpu(paste),
         provider_typo(paste),
+        web_backend(paste),
+        provider_order(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
