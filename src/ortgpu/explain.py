@@ -29,6 +29,8 @@ class PasteKind(Enum):
     """What kind of message the paste is, decided by its best match."""
 
     GPU_PROBLEM = "gpu_problem"  # a GPU / CUDA / driver / ORT-install problem with a fix
+    CONFIGURATION = "configuration"  # how the program configures or calls ORT (options, provider names or order)
+    HOST_MEMORY = "host_memory"  # the machine's RAM ran out (not GPU memory)
     NOT_GPU = "not_gpu"  # a model or input error: not a GPU setup problem
     BENIGN = "benign"  # informational output, nothing to fix
     NOT_RECOGNISED = "not_recognised"
@@ -129,7 +131,17 @@ def _verdict(hits: tuple[Hit, ...]) -> PasteKind:
         return PasteKind.NOT_GPU
     if top.severity is Severity.INFO:
         return PasteKind.BENIGN
-    return PasteKind.GPU_PROBLEM
+    return _FAMILY_VERDICT.get(top.family, PasteKind.GPU_PROBLEM)
+
+
+# families whose problems are not in the GPU setup: the verdict says what they are
+_FAMILY_VERDICT = {Family.CONFIGURATION: PasteKind.CONFIGURATION, Family.HOST_MEMORY: PasteKind.HOST_MEMORY}
+# the summary's opening words for each verdict that names a problem
+_OPENING = {
+    PasteKind.GPU_PROBLEM: "GPU problem",
+    PasteKind.CONFIGURATION: "Configuration problem",
+    PasteKind.HOST_MEMORY: "Host memory",
+}
 
 
 def _summary(verdict: PasteKind, matches: tuple[Match, ...]) -> str:
@@ -144,7 +156,7 @@ def _summary(verdict: PasteKind, matches: tuple[Match, ...]) -> str:
     what = f"{top.id} {top.title}" + (f" [{top.library}]" if top.library else "")
     others = {m.family is Family.NOT_GPU for m in matches[1:]} - {top.family is Family.NOT_GPU}
     tail = ""
-    if verdict is PasteKind.GPU_PROBLEM and others:
+    if verdict in _OPENING and others:
         tail = " The paste also shows a model/input error (not GPU-related), listed below."
     elif verdict is PasteKind.NOT_GPU and any(
         m.severity is not Severity.INFO for m in matches if m.family is not Family.NOT_GPU
@@ -154,13 +166,16 @@ def _summary(verdict: PasteKind, matches: tuple[Match, ...]) -> str:
         return f"Not a GPU setup problem — a model/input error: {what}.{tail}"
     if verdict is PasteKind.BENIGN:
         return f"Benign: {what}. Nothing to fix."
-    return f"GPU problem: {what}.{tail}"
+    return f"{_OPENING[verdict]}: {what}.{tail}"
 
 
 def _next_step(verdict: PasteKind) -> str:
     return {
         PasteKind.GPU_PROBLEM: "Run `ortgpu doctor` on the machine where it failed: it confirms which library, driver "
         "or package is at fault there.",
+        PasteKind.CONFIGURATION: "Change how the program configures or calls ONNX Runtime (the fix above); the GPU "
+        "setup is not what failed here. `ortgpu check MODEL` shows which provider each node runs on.",
+        PasteKind.HOST_MEMORY: "Free or add host RAM (the fix above); GPU memory is not what ran out here.",
         PasteKind.NOT_GPU: "Fix the model or the inputs you feed; the GPU setup is not what failed here.",
         PasteKind.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
         PasteKind.CLOSEST: "Check whether the closest problem's meaning fits your paste before applying its fix; run "

@@ -114,3 +114,33 @@ def test_help_does_not_import_heavy_modules() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert "stdin" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict", "opening", "top"),
+    [
+        (
+            '[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Unknown provider option: "gpu_memory_limit".',
+            "configuration",
+            "Configuration problem:",
+            "FM-81",
+        ),
+        (
+            "session = ort.InferenceSession(p, providers=['CPUExecutionProvider', 'CUDAExecutionProvider'])",
+            "configuration",
+            "Configuration problem:",
+            "FM-89",
+        ),
+        ("Load model from /data/big.onnx failed:std::bad_alloc", "host_memory", "Host memory:", "FM-87"),
+        (CUDNN8, "gpu_problem", "GPU problem:", "FM-11"),
+    ],
+)
+def test_problems_outside_the_gpu_setup_say_what_they_are(
+    capsys: pytest.CaptureFixture[str], text: str, verdict: str, opening: str, top: str
+) -> None:
+    assert main(["explain", "--json", text]) == 0  # a diagnosis: exit 0 like every recognised verdict
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert result["verdict"] == verdict and result["recognised"] is True
+    assert result["summary"].startswith(opening) and result["matches"][0]["id"] == top
+    assert main(["explain", text]) == 0
+    assert capsys.readouterr().out.startswith(opening)

@@ -55,6 +55,8 @@ def _render(result: ExplainResult, console: Console) -> None:
 
     style = {
         PasteKind.GPU_PROBLEM: "bold red",
+        PasteKind.CONFIGURATION: "bold yellow",
+        PasteKind.HOST_MEMORY: "bold yellow",
         PasteKind.NOT_GPU: "bold yellow",
         PasteKind.BENIGN: "bold green",
         PasteKind.NOT_RECOGNISED: "bold",

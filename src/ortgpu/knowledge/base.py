@@ -80,7 +80,8 @@ class Family(Enum):
     TENSORRT = "tensorrt"
     BENIGN = "benign"
     NOT_GPU = "not_gpu"  # model / input errors: not a GPU setup problem
-    CONFIGURATION = "configuration"  # an option of the session, the run or the provider is invalid
+    CONFIGURATION = "configuration"  # how the program configures or calls ORT: options, provider names/order, APIs
+    HOST_MEMORY = "host_memory"  # the machine's RAM, not the GPU's memory
 
 
 class Severity(Enum):
