@@ -115,3 +115,15 @@ def test_the_gpu_first_is_not_a_provider_order_mistake(text: str) -> None:
 def test_io_binding_on_a_model_class_without_it_is_fm90() -> None:
     text = "NotImplementedError: IO Binding for ORTModelForSpeechSeq2Seq is currently not supported."
     assert top_id(text) == "FM-90"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "System.DllNotFoundException: Unable to load shared library 'onnxruntime.dll' or one of its dependencies.\n"
+        "  dlopen(onnxruntime.dll.dylib, 0x0001): tried: 'onnxruntime.dll.dylib' (no such file)",
+        "Unhandled exception: Unable to load shared library 'libonnxruntime.so' or one of its dependencies",
+    ],
+)
+def test_the_binding_not_loading_ort_itself_is_fm82_not_a_provider_dependency(text: str) -> None:
+    assert top_id(text) == "FM-82"

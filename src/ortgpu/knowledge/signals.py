@@ -116,9 +116,14 @@ _LOADER_FAILURE = re.compile(
 )
 
 
+# ORT's main library: a binding that cannot load it is FM-82 (the native library itself), not a dependency of a provider
+_MAIN_LIBRARY = re.compile(r"(?:lib)?onnxruntime(?:\.dll|\.dylib|\.so(?:\.\d{1,3}){0,3})?", re.IGNORECASE)
+
+
 def _culprit(lib: str) -> bool:
-    """Whether a library named next to a loader failure can be what is missing (not the provider ORT was loading)."""
-    return not lib.lower().startswith(_LOADERS)
+    """Whether a library named next to a loader failure can be what is missing (not the provider ORT was loading,
+    nor ORT's own main library, whose failure to load is the binding's)."""
+    return not lib.lower().startswith(_LOADERS) and not _MAIN_LIBRARY.fullmatch(lib)
 
 
 def _known(lib: str) -> bool:
