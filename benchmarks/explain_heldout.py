@@ -39,6 +39,10 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:provider_name_typo": "FM-86",
     "NEW:providers_not_a_list": "FM-86",
     "NEW:host_memory_exhausted": "FM-87",
+    # entries added after the sixth measurement, for the problems its NEW labels named
+    "NEW:web_wasm_init_failed": "FM-88",
+    "NEW:cpu_provider_registered_first": "FM-89",
+    "NEW:optimum_iobinding_unsupported": "FM-90",
 }
 
 
