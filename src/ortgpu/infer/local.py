@@ -52,6 +52,9 @@ class PoolOutcome:
     retried: int  # tasks handed out again after their worker died
     stopped: bool  # stopped early (--fail-fast or Ctrl-C)
     interrupted: bool
+    # Ray: from the first task an actor started to the last one it finished (the actors' clocks), without Ray's
+    # job start and the actors' sessions; None for local workers (their run is timed from the first one up)
+    busy_s: float | None = None
 
 
 @dataclass

@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
@@ -37,7 +38,9 @@ from ortgpu.scale.ray_cluster import Cluster, RayUnavailableError, import_ray
 __all__ = ["RayInferActor", "run_ray"]
 
 _BLOCKS_PER_ACTOR = 8  # the first round's blocks per actor (later rounds: one task per block)
-_CALLS_PER_ACTOR = 2  # the first round's calls at once per actor: one reads or writes while the other runs
+_CALLS_PER_ACTOR = (
+    8  # the first round's calls at once per actor: seven read (and copy to the GPU) or write while one runs
+)
 
 
 def _task_json(task: Task) -> str:
@@ -86,15 +89,26 @@ class RayInferActor:
         return self.worker.write(prepared)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {"task": [], "records": [], "error": [], "fatal": [], "actor": [], "worker": []}
+        out: dict[str, list[Any]] = {
+            "task": [],
+            "records": [],
+            "error": [],
+            "fatal": [],
+            "actor": [],
+            "worker": [],
+            "started": [],
+            "ended": [],
+        }
         for text in batch["task"]:
             task = _task_from_json(str(text))
             records, error = "[]", ""
+            out["started"].append(time.time())
             if not self.fatal:
                 try:
                     records = json.dumps([asdict(r) for r in self._process(task)])
                 except Exception as exc:  # a bug or a resource error: retried elsewhere like a death, then reported
                     error = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            out["ended"].append(time.time())
             out["task"].append(task.index)
             out["records"].append(records)
             out["error"].append(error)
@@ -232,7 +246,8 @@ def run_ray(
         raise RayUnavailableError(f"the Ray job failed: {first_line}", "see the Ray logs of the cluster") from None
     restarts = sum(n for actor, n in _our_actors().items() if actor not in earlier)
     replaced = max(run.workers.replaced, restarts)  # the table counts restarts of actors that never reported
-    return PoolOutcome(tuple(run.workers.infos), replaced, run.retried, run.stopped, interrupted)
+    busy = run.span[1] - run.span[0] if run.span else None
+    return PoolOutcome(tuple(run.workers.infos), replaced, run.retried, run.stopped, interrupted, busy)
 
 
 class _Rounds:
@@ -258,6 +273,7 @@ class _Rounds:
         self.errors: dict[int, str] = {}
         self.workers = _Workers(events)
         self.retried = 0
+        self.span: list[float] = []  # the first task's start and the last one's end, as the actors saw them
         self.stopped = False
 
     def run(self) -> None:
@@ -308,6 +324,8 @@ class _Rounds:
                 self.errors[index] = f"failed on {name}: {row['error']}"
                 continue
             task = self.pending.pop(index)
+            started, ended = float(row["started"]), float(row["ended"])
+            self.span = [min(self.span[0], started), max(self.span[1], ended)] if self.span else [started, ended]
             records = [replace(ItemRecord(**r), worker=name) for r in json.loads(row["records"])]
             if not self.events.finished(task.index, records):
                 self.stopped = True

@@ -58,6 +58,7 @@ class InferResult:
     ignored_files: tuple[str, ...] = ()
     ray_address: str | None = None
     stage_s: tuple[tuple[str, float], ...] = ()
+    busy_s: float | None = None  # Ray: the actors' first task start to last task end (PoolOutcome.busy_s)
 
     @property
     def rows_per_s(self) -> float | None:

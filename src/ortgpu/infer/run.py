@@ -350,6 +350,7 @@ def run_infer(
         interrupted=outcome.interrupted,
         ignored_files=dataset.ignored,
         ray_address=cluster.address if cluster is not None else None,
+        busy_s=outcome.busy_s,
         stage_s=tuple(stage_s.items()) if cluster is None and tasks else (),
     )
 
