@@ -103,7 +103,7 @@ def test_the_linux_twin_is_the_loader_path_entry() -> None:
         "libonnxruntime_providers_cuda.so does not load until I export LD_LIBRARY_PATH=/usr/local/cuda/lib64; "
         "then the CUDA provider works"
     )
-    assert top_id(text) == "FM-09"
+    assert top_id(text) == "FM-71"
 
 
 # ---------------------------------------------------------------- 4. an app's CLI refuses a provider: FM-02
