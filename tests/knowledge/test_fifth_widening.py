@@ -198,3 +198,23 @@ def test_an_ep_library_loading_another_runtime_version_is_fm72(text: str) -> Non
     result = explain(text)
     assert result.matches and result.matches[0].id == "FM-72"
     assert "OpenVINO" in result.matches[0].fix
+
+
+# ---------------------------------------------------------------- a shape that matched by luck: Java's JNI library
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "loading the JNI library (onnxruntime4j_jni99887766.dll, extracted to the temp folder) throws "
+        "UnsatisfiedLinkError; with onnxruntime.dll on PATH it works",
+        "java.lang.UnsatisfiedLinkError: C:\\Temp\\onnxruntime4j_jni.dll: Can't find dependent libraries",
+    ],
+)
+def test_the_java_jni_library_not_resolving_onnxruntime_is_fm82(text: str) -> None:
+    assert top_id(text) == "FM-82"
+
+
+def test_an_unsatisfied_link_on_the_cuda_provider_dll_stays_fm21() -> None:
+    text = "java.lang.UnsatisfiedLinkError: C:\\Temp\\onnxruntime_providers_cuda.dll: Can't find dependent libraries"
+    assert top_id(text) == "FM-21"
