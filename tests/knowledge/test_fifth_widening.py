@@ -45,7 +45,7 @@ def test_the_build_not_finding_ort_itself_or_its_headers_is_the_build_entry(text
 def test_an_unresolved_cuda_append_function_is_still_the_cpu_library() -> None:
     text = (
         "main.obj : error LNK2019: unresolved external symbol OrtSessionOptionsAppendExecutionProvider_CUDA "
-        "referenced in function \"void __cdecl setup(void)\""
+        'referenced in function "void __cdecl setup(void)"'
     )
     assert top_id(text) == "FM-32"
 
