@@ -140,9 +140,12 @@ def steady(marks: list[tuple[float, float]], rows: int) -> float | None:
     return (marks[-1][1] - marks[0][1]) * rows / (marks[-1][0] - marks[0][0])
 
 
-def ray_section(model: Path, config: Path, data: Path, work: Path, ep: str, devices: str, batch: int, bare) -> dict:
-    """The infer on Ray Data actors of a local cluster (``num_gpus`` = the devices), against the bare loop:
-    ``bare()`` gives the bare loop's rows/s (the infer rounds' median, or a loop run before and after)."""
+def ray_section(
+    model: Path, config: Path, data: Path, work: Path, ep: str, devices: str, batch: int, bare, rounds: int
+) -> dict:
+    """The infer on Ray Data actors of a local cluster (``num_gpus`` = the devices), against the bare loop, in
+    ``rounds`` rounds on one cluster: bare, Ray, bare, Ray, ..., bare; each Ray round is compared with the mean of
+    the bare loops just before and after it (``bare()`` runs one and gives its rows/s)."""
     try:
         import ray
     except ImportError as exc:
@@ -165,13 +168,30 @@ def ray_section(model: Path, config: Path, data: Path, work: Path, ep: str, devi
         )
         report["init_s"] = time.perf_counter() - started
         report["cluster"] = {k: v for k, v in ray.cluster_resources().items() if k in ("CPU", "GPU")}
-        value = infer_once(model, config, data, work / "out-ray", ep, devices, batch, ray=True)
+        report["rounds"] = []
+        for _ in range(max(1, rounds)):
+            value = infer_once(model, config, data, work / "out-ray", ep, devices, batch, ray=True)
+            after = bare()
+            reference = (before + after) / 2
+            steady = value.get("steady_rows_per_s")
+            report["rounds"].append(
+                {
+                    **value,
+                    "bare_rows_per_s": reference,
+                    "steady_ratio": steady / (count * reference) if steady else None,
+                }
+            )
+            before = after
         ray.shutdown()
-        after = bare()
-        reference = before if after is None else (before + after) / 2 if before is not None else after
-        report.update(status="ran", **value, bare_rows_per_s=reference)
-        if reference and value.get("steady_rows_per_s"):
-            report["steady_ratio"] = value["steady_rows_per_s"] / (count * reference)
+        first = report["rounds"][0]
+        ratios = [r["steady_ratio"] for r in report["rounds"] if r["steady_ratio"]]
+        report.update(
+            status="ran",
+            workers=first.get("workers", []),
+            replaced=sum(r.get("replaced", 0) for r in report["rounds"]),
+            retried=sum(r.get("retried", 0) for r in report["rounds"]),
+            steady_ratio=statistics.median(ratios) if ratios else None,
+        )
     except Exception as exc:  # recorded, the rest of the evidence still counts
         report["status"] = f"ray failed: {type(exc).__name__}: {exc}"
     return report
@@ -307,17 +327,22 @@ def ray_lines(ray: dict) -> list[str]:
         f"{w['name']} (CUDA_VISIBLE_DEVICES={w['cuda_visible_devices']}, session {w['session_s']:.1f} s)"
         for w in ray.get("workers", [])
     )
-    steady, bare, ratio = ray.get("steady_rows_per_s"), ray.get("bare_rows_per_s"), ray.get("steady_ratio")
     lines += [
         f"Ray {ray['ray_version']} (pyarrow {ray.get('pyarrow_version')}), cluster {ray.get('cluster')}, "
-        f"ray.init {ray.get('init_s', 0):.1f} s; actors: {workers}",
+        f"ray.init {ray.get('init_s', 0):.1f} s; actors of the first round: {workers}",
         "",
-        "| rows | start to end rows/s (actors and sessions included) | steady rows/s (first task done to last) "
-        "| bare loop rows/s | steady / bare |",
-        "|---|---|---|---|---|",
-        f"| {ray['rows']:,} | {ray['rows_per_s']:,.0f} | {f'{steady:,.0f}' if steady else '-'} | "
-        f"{f'{bare:,.0f}' if bare else '-'} | {f'{ratio:.3f}' if ratio else '-'} |",
+        "| round | rows | start to end rows/s (actors and sessions included) | steady rows/s (first task done to "
+        "last) | bare loop rows/s (before and after) | steady / bare |",
+        "|---|---|---|---|---|---|",
     ]
+    for i, r in enumerate(ray["rounds"]):
+        steady, bare, ratio = r.get("steady_rows_per_s"), r.get("bare_rows_per_s"), r.get("steady_ratio")
+        lines.append(
+            f"| {i + 1} | {r['rows']:,} | {r['rows_per_s']:,.0f} | {f'{steady:,.0f}' if steady else '-'} | "
+            f"{f'{bare:,.0f}' if bare else '-'} | {f'{ratio:.3f}' if ratio else '-'} |"
+        )
+    if ray.get("steady_ratio"):
+        lines += ["", f"median steady / bare: **{ray['steady_ratio']:.3f}**"]
     if ray.get("replaced") or ray.get("retried"):
         lines += ["", f"{ray['replaced']} actors replaced, {ray['retried']} tasks retried"]
     return lines
@@ -404,13 +429,11 @@ def main() -> int:
         )
     median_ratio = statistics.median(r["ratio"] for r in rounds) if rounds else None
 
-    def bare() -> float | None:
-        if rounds:
-            return statistics.median(r["bare"]["rows_per_s"] for r in rounds)
+    def bare() -> float:
         return bare_loop(model, config, args.ep, name, sample, batch, files)["rows_per_s"]
 
     ray_report = (
-        ray_section(model, config, data, work, args.ep, devices, batch, bare)
+        ray_section(model, config, data, work, args.ep, devices, batch, bare, args.rounds)
         if "ray" in parts
         else {"status": "not run (--only)"}
     )
