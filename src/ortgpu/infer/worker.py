@@ -141,9 +141,9 @@ class InferWorker:
         """Run every item of ``task`` and write its outputs; one record per recorded item, in task order."""
         return self.execute(self.prepare(task))
 
-    def prepare(self, task: Task, *, copy_to_device: bool = True) -> _Prepared:
-        """Read and check the task's items (no session call: a second thread may do this for the next task).
-        ``copy_to_device``: copy the items that make their own runs to the GPU (pays off with several readers)."""
+    def prepare(self, task: Task) -> _Prepared:
+        """Read and check the task's items (no session call: a second thread may do this for the next task). On a
+        GPU, the items that make their own runs are copied to the device here, beside the run of another task."""
         prepared = _Prepared(task)
         for item in task.items:
             try:
@@ -152,7 +152,7 @@ class InferWorker:
                 prepared.records[item.name] = ItemRecord(item.name, "bad", reason=str(exc), worker=self.name)
                 continue
             prepared.ready.append((item, feeds, rows))
-            if copy_to_device and self._runs_alone(task, rows):
+            if self._runs_alone(task, rows):
                 try:
                     device = self.session.to_device(feeds)
                 except OrtgpuError:
