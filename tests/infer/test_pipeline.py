@@ -265,3 +265,29 @@ def test_infer_on_cuda_gives_the_bits_of_the_session_run_on_host_feeds(demo_mode
             (logits,) = session.run({"image": np.load(path)["image"]})
             with np.load(tmp_path / "out" / path.name) as data:
                 assert data["logits"].tobytes() == logits.tobytes()
+
+
+def test_device_copies_stay_within_their_budget_and_are_given_back(
+    demo_model: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # the copies made ahead of their runs must never crowd out the session's own GPU memory
+    import onnxruntime as ort
+
+    import ortgpu.infer.worker as worker_module
+    from ortgpu.infer.dataset import discover, plan_tasks
+    from ortgpu.infer.worker import InferWorker, WorkerSpec
+
+    inputs = _batches(tmp_path / "in", 3, 4)
+    one_item = 4 * 3 * 32 * 32 * 4  # bytes of one item's image
+    monkeypatch.setattr(worker_module, "DEVICE_COPY_BUDGET", 2 * one_item)
+    out = tmp_path / "out"
+    out.mkdir()
+    worker = InferWorker(WorkerSpec(str(demo_model), None, "cpu", str(out), SourceKind.NPZ_FOLDER, 4), "w")
+    monkeypatch.setattr(
+        worker.session, "to_device", lambda feeds: {n: ort.OrtValue.ortvalue_from_numpy(a) for n, a in feeds.items()}
+    )
+    prepared = [worker.prepare(task) for task in plan_tasks(discover(inputs, 1), 1)]  # three read ahead
+    assert [len(p.device) for p in prepared] == [1, 1, 0] and worker.device_bytes == 2 * one_item
+    records = [r for p in prepared for r in worker.execute(p)]
+    worker.close()
+    assert [r.status for r in records] == ["done"] * 3 and worker.device_bytes == 0

@@ -10,6 +10,7 @@ rows that go into each run depend only on the task, so any number of workers giv
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ __all__ = ["STAGES", "InferWorker", "ItemRecord", "WorkerInfo", "WorkerSpec", "i
 # reader threads), ``starved`` (the session thread waiting for a read task: the time a bare loop does not lose),
 # ``run`` (the session runs), ``write`` (outputs hashed and written once, on writer threads).
 STAGES = ("read", "starved", "run", "write")
+# Input bytes a worker holds on the GPU ahead of their runs (see InferWorker.prepare): the copies must never crowd
+# out the session's own memory, so past this the items wait on the host as they would without the copy
+DEVICE_COPY_BUDGET = 1 << 30
 WRITERS = 2  # writer threads per worker (each output's fsync waits on the disk: two overlap it)
 
 
@@ -80,6 +84,7 @@ class _Prepared:
     records: dict[str, ItemRecord] = field(default_factory=dict)
     outputs: list[tuple[Item, int, list[np.ndarray]]] = field(default_factory=list)
     device: dict[str, dict[str, Any]] = field(default_factory=dict)  # item -> its feeds already on the GPU
+    device_bytes: int = 0  # their size, counted against DEVICE_COPY_BUDGET until the task has run
     seconds: dict[str, float] = field(default_factory=dict)  # per stage (STAGES), as serve measured them
 
 
@@ -131,6 +136,8 @@ class InferWorker:
         self.packable = _packable(self.session.model)
         self.reader = ItemReader(spec.kind)
         self.out = Path(spec.out)
+        self.device_bytes = 0  # input bytes copied to the GPU and not run yet (DEVICE_COPY_BUDGET)
+        self._device_lock = threading.Lock()
 
     def close(self) -> None:
         self.session.close()
@@ -153,13 +160,28 @@ class InferWorker:
                 continue
             prepared.ready.append((item, feeds, rows))
             if self._runs_alone(task, rows):
-                try:
-                    device = self.session.to_device(feeds)
-                except OrtgpuError:
-                    device = None  # the run on host feeds reports what is wrong
-                if device is not None:
-                    prepared.device[item.name] = device
+                self._copy_to_device(prepared, item, feeds)
         return prepared
+
+    def _copy_to_device(self, prepared: _Prepared, item: Item, feeds: Mapping[str, np.ndarray]) -> None:
+        size = sum(int(a.nbytes) for a in feeds.values())
+        with self._device_lock:
+            if self.device_bytes + size > DEVICE_COPY_BUDGET:
+                return
+            self.device_bytes += size
+        try:
+            device = self.session.to_device(feeds)
+        except OrtgpuError:
+            device = None  # the run on host feeds reports what is wrong
+        if device is None:
+            self._release_device(size)
+            return
+        prepared.device[item.name] = device
+        prepared.device_bytes += size
+
+    def _release_device(self, size: int) -> None:
+        with self._device_lock:
+            self.device_bytes -= size
 
     def _runs_alone(self, task: Task, rows: int) -> bool:
         """Whether an item's arrays make exactly its own run(s): then a reader thread may copy them to the GPU."""
@@ -193,6 +215,8 @@ class InferWorker:
                 if result is not None and task.records(item.name):
                     prepared.outputs.append((item, rows, result))
         prepared.ready, prepared.device = [], {}  # the inputs are not needed any more
+        self._release_device(prepared.device_bytes)
+        prepared.device_bytes = 0
         return prepared
 
     def write(self, prepared: _Prepared) -> list[ItemRecord]:
