@@ -191,7 +191,7 @@ def test_the_child_imports_onnxruntime_while_the_probes_still_run(tmp_path: Path
         return read_elf_files(*args, **kwargs)
 
     monkeypatch.setattr(machine_module, "_provider_libraries", slow_provider_libraries)
-    report = diagnose(probes=machine.probes())
+    report = diagnose(probes=replace(machine.probes(), sys_pci=_pci_with_a_gpu(tmp_path)))
     assert report.load_attempt is not None and report.load_attempt.session_requested
     assert report.load_attempt.ort_file is None  # the fake package has no set_default_logger_severity: reported
     assert float(stamp.read_text()) < finished[0], "the child imported onnxruntime only after the probes"
@@ -202,3 +202,10 @@ def test_quick_starts_no_child(tmp_path: Path, monkeypatch) -> None:
     probes = replace(_machine(tmp_path).probes(), prestart=lambda *a, **k: started.append(a))
     report = diagnose(probes=probes, quick=True)
     assert started == [] and report.load_attempt is None
+
+
+def test_no_child_is_started_ahead_without_an_nvidia_gpu_in_sight(tmp_path: Path) -> None:
+    started: list[object] = []
+    probes = replace(_machine(tmp_path).probes(), prestart=lambda *a, **k: started.append(a))
+    report = diagnose(probes=probes)  # no PCI GPU, no kernel module
+    assert started == [] and report.load_attempt is not None  # the load attempt still runs, in its own child

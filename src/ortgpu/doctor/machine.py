@@ -199,6 +199,8 @@ def _prestart(probes: Probes, dists: DistributionsReport, environ: Mapping[str, 
         return None
     if not (dists.module_dir / "capi" / "libonnxruntime_providers_cuda.so").is_file():
         return None
+    if not (nvidia_pci_devices(probes.sys_pci) or probes.proc_driver.is_file()):
+        return None  # no NVIDIA GPU in sight: the child runs no session, imports nothing, and is started as needed
     try:
         return probes.prestart(dists.module_dir.parent, env=environ)
     except OSError:
