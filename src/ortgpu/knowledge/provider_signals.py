@@ -110,7 +110,7 @@ def _build_signal(requested: str, offered: list[str], index: int, paste: Paste, 
 
 # the providers the session got: "Session Providers: [...]", "sess.get_providers()" -> [...], "using providers [...]"
 _SESSION_LIST = re.compile(
-    r"(?:session|get_providers\(\)|providers? (?:used|in use|active|applied)|(?:using|running with|active)"
+    r"(?:session|get_providers\(\)|providers? (?:used|in use|active|applied)|(?:using|running with|active|applied)"
     r" providers?)[^\n\[]{0,40}\[(?P<list>[^\[\]\n]{1,300})\]",
     re.IGNORECASE,
 )

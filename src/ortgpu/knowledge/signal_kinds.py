@@ -18,6 +18,7 @@ class SignalKind(Enum):
     CPU_ONLY_PROVIDERS = "cpu_only_providers"  # the installed onnxruntime has no GPU provider at all
     BOTH_PACKAGES = "both_packages"  # the CPU package and a GPU package are installed together
     PYBIND_LOAD_FAILED = "pybind_load_failed"  # onnxruntime's own Python extension DLL did not load (Windows)
+    ORT_LIBRARY_MISSING = "ort_library_missing"  # a binding cannot load onnxruntime's own native library
     CUDNN_STATUS = "cudnn_status"  # cuDNN returned an error status while running a node
     CUBLAS_STATUS = "cublas_status"  # a cuBLAS call failed (status by name or number, or just the call)
     CUDA_ERROR = "cuda_error"  # the CUDA runtime returned an error (cudaError_t by name, number or message)

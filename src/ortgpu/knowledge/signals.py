@@ -13,6 +13,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.binding_signals import ort_library_missing
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
@@ -231,6 +232,8 @@ _GET_DEVICE_CPU = re.compile(r"get_device\(\)[^\n]{0,80}?['\"]?CPU['\"]?(?!\w)|^
 _ONLY_CPU_LISTED = re.compile(
     r"\bonly\b[^\n]{0,30}?\[?['\"]?CPUExecutionProvider\b|\bCPUExecutionProvider['\"]?\]?\s{0,3}(?:is\s)?only\b", re.I
 )
+# "it only loads ['AzureExecutionProvider', 'CPUExecutionProvider']": a list after "only" that holds no GPU provider
+_ONLY_LIST = re.compile(r"\bonly\b[^\n\[]{0,30}?\[(?P<list>[^\[\]\n]{1,300})\]", re.I)
 # a GPU flavour the user installed: with only the CPU provider visible, the CPU package shadows it
 _GPU_INSTALL = re.compile(
     r"\bpip3?\s{1,3}install\s{1,3}(?:-U\s|--upgrade\s)?(?P<pkg>onnxruntime[-_](?:gpu|directml|openvino|rocm|qnn))\b",
@@ -279,6 +282,9 @@ def _cpu_only_providers(paste: Paste) -> Iterator[Signal]:
                 hit = ["CPU"]  # an app's own check: the GPU provider is not among the available ones
             if hit is None and _ONLY_CPU_LISTED.search(line) and set(_PROVIDER_NAME.findall(line)) <= _CPU_SIDE:
                 hit = ["CPU"]  # "it only shows CPUExecutionProvider"
+            only = _ONLY_LIST.search(line) if hit is None else None
+            if only and "CPU" in (listed := _PROVIDER_NAME.findall(only.group("list"))) and set(listed) <= _CPU_SIDE:
+                hit = listed  # the list the line says is all there is
             if hit is not None:
                 values = {"providers": ", ".join(dict.fromkeys(hit))}
                 installed = _GPU_INSTALL.search(paste.joined)
@@ -574,6 +580,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _cpu_only_providers(paste),
         _both_packages(paste),
         _pybind_load_failed(paste),
+        ort_library_missing(paste),
         _cudnn_statuses(paste, nodes),
         library_statuses(paste, nodes),
         rocm_library_statuses(paste, nodes),

@@ -1,0 +1,69 @@
+"""Structure in a paste: a binding (C#, Java, Rust, Go, Node, C/C++) that cannot load onnxruntime's own library.
+
+Whatever the language of the message, the shape is the same: ORT's main library (`libonnxruntime.so.1.17.3`,
+`onnxruntime.dll`, `libonnxruntime.dylib`, `onnxruntime4j_jni`) named on a line that says a library failed to load,
+in English wording or by a language-independent marker (`DllNotFoundException`, `UnsatisfiedLinkError`, the Windows
+HRESULT of "module not found", the dynamic loader's own prefix). A provider library or a CUDA library named as the
+culprit on that line is the missing-library signal's, not this one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+
+__all__ = ["ort_library_missing"]
+
+# the main library by its file name, or as .NET names it in DllImport ('onnxruntime', "onnxruntime")
+_MAIN = re.compile(
+    r"(?<![\w.+-])(?P<lib>(?:lib)?onnxruntime(?:4j_jni)?(?:\.dll|\.dylib|\.so(?:\.\d{1,4}){0,4})"
+    r"|(?<=[\"'`«„“])onnxruntime(?=[\"'`»“”]))(?![\w-])",
+    re.IGNORECASE,
+)
+# English loader wordings, and the markers that do not depend on the message language
+_FAILED = re.compile(
+    r"cannot open shared object|error while loading shared librar|no such file|\bdlopen|\bdlerror|image not found"
+    r"|\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|not able to) (?:be )?(?:load|find|open|locate)"
+    r"|\b(?:not found|is missing|was not found|library not loaded)\b"
+    r"|DllNotFoundException|UnsatisfiedLinkError|BadImageFormatException|0x8007007E|0x8007045A|\bERR_DLOPEN_FAILED",
+    re.IGNORECASE,
+)
+# another library named as what failed on the same line: "libonnxruntime.so.1: libcudnn.so.8: cannot open ..."
+_OTHER_CULPRIT = re.compile(
+    r"(?<![\w.+-])(?!(?:lib)?onnxruntime(?:4j_jni)?\.)[\w+-]{1,80}\.(?:so(?:\.\d{1,4}){0,4}|dll|dylib)"
+    r"\s{0,3}:\s{0,3}cannot open shared object",
+    re.IGNORECASE,
+)
+
+
+def ort_library_missing(paste: Paste) -> Iterator[Signal]:
+    """The first line where ORT's own native library is what could not be loaded."""
+    if "onnxruntime" not in paste.lowered:
+        return
+    for index, line in enumerate(paste.lines):
+        if "onnxruntime" not in line.lower():
+            continue
+        failed = _FAILED.search(line)
+        if failed is None or _OTHER_CULPRIT.search(line):
+            continue
+        main = _MAIN.search(line)
+        if main is None:
+            continue
+        lib = main.group("lib")
+        attributes: dict[str, str | int] = {"platform": _platform(lib, line)}
+        yield Signal(
+            SignalKind.ORT_LIBRARY_MISSING, index, paste.starts[index] + main.start(), attributes, {"lib": lib}
+        )
+        return
+
+
+def _platform(lib: str, line: str) -> str:
+    low = lib.lower()
+    if low.endswith(".dll") or "dllnotfound" in line.lower() or "0x8007" in line.lower():
+        return "windows"
+    if low.endswith(".dylib"):
+        return "macos"
+    return "linux" if ".so" in low else "unknown"
