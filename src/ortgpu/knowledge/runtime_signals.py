@@ -121,6 +121,11 @@ def rocm_library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Itera
         return
 
 
+# where ORT's CUDA EP reports a failed CUDA, cuBLAS or cuDNN call (cuda_call.cc: CudaCall<>), with or without the code
+_CUDA_CALL_SITE = re.compile(r"cuda_call\.cc|\bCudaCall\b", re.IGNORECASE)
+_AT_INIT = re.compile(r"Exception during initiali[sz]ation|CUDAExecutionProvider::CUDAExecutionProvider", re.I)
+
+
 def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[Signal]:
     """The first cuBLAS status and the first CUDA (or HIP) runtime error of the paste, named from their numbers if
     need be."""
@@ -131,10 +136,13 @@ def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[S
     if hip is not None:
         cuda_done = True
         yield hip
+    unnamed: int | None = None  # the first CUDA_CALL error line whose status is cut off
     for index, line in enumerate(paste.lines):
         if cublas_done and cuda_done:
             return
         line_low = line.lower()
+        if unnamed is None and not cuda_done and _CUDA_CALL_SITE.search(line):
+            unnamed = index
         if not cublas_done and "cublas" in line_low:
             m = _CUBLAS_STATUS.search(line)
             if m is not None:
@@ -157,6 +165,14 @@ def library_statuses(paste: Paste, nodes: tuple[FailingNode, ...]) -> Iterator[S
                 # the op whose kernel failed (a kernel bug is the op's, not the setup's)
                 values.update(node_values(nodes, index))
                 yield Signal(SignalKind.CUDA_ERROR, index, paste.starts[index] + m.start(), {"status": name}, values)
+    if not cuda_done and unnamed is not None and "cublas" not in low and "cudnn" not in low and _AT_INIT.search(low):
+        # ORT's CUDA_CALL template cut before its code (an issue title): a CUDA call failed while the provider started
+        values = {
+            "returned_by": "a CUDA call",
+            "call": "the CUDA provider's start-up (its error code is cut off in the paste; at start-up the usual cause"
+            " is a driver older than the CUDA runtime, CUDA failure 35)",
+        }
+        yield Signal(SignalKind.CUDA_ERROR, unnamed, paste.starts[unnamed], {"status": "UnnamedAtInit"}, values)
 
 
 def _cublas_signal(m: re.Match[str], index: int, paste: Paste, nodes: tuple[FailingNode, ...]) -> Signal:
