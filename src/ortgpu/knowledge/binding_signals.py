@@ -19,8 +19,8 @@ __all__ = ["ort_library_missing"]
 
 # the main library by its file name, or as .NET names it in DllImport ('onnxruntime', "onnxruntime")
 _MAIN = re.compile(
-    r"(?<![\w.+-])(?P<lib>(?:lib)?onnxruntime(?:4j_jni)?(?:\.dll|\.dylib|\.so(?:\.\d{1,4}){0,4})"
-    r"|(?<=[\"'`«„“])onnxruntime(?=[\"'`»“”]))(?![\w-])",
+    r"(?<![\w.+-])(?P<lib>(?:lib)?onnxruntime(?:4j_jni)?(?:\.dll|\.dylib|\.so(?:\.\d{1,4}){0,4}))(?![\w-])"
+    r"|[\"'`«„“]\s?(?P<bare>onnxruntime)\s?[\"'`»“”]",
     re.IGNORECASE,
 )
 # English loader wordings, and the markers that do not depend on the message language
@@ -52,7 +52,9 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
         main = _MAIN.search(line)
         if main is None:
             continue
-        lib = main.group("lib")
+        if main.group("bare") and "dll" not in line.lower():
+            continue  # a bare quoted name is .NET's DllImport only; "Package 'onnxruntime' not found" is pip's
+        lib = main.group("lib") or main.group("bare")
         attributes: dict[str, str | int] = {"platform": _platform(lib, line)}
         yield Signal(
             SignalKind.ORT_LIBRARY_MISSING, index, paste.starts[index] + main.start(), attributes, {"lib": lib}
