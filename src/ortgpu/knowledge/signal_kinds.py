@@ -36,6 +36,7 @@ class SignalKind(Enum):
     PROVIDER_TYPO = "provider_typo"  # a provider name that is no provider (misspelt), or providers given as a string
     WEB_BACKEND = "web_backend"  # onnxruntime-web/-node: "no available backend found" (evidence: wasm, webgpu, ...)
     PROVIDER_ORDER = "provider_order"  # the CPU provider registered before a GPU one: the GPU EP never gets a node
+    NO_GPU_VISIBLE = "no_gpu_visible"  # a container / VM shows the process no NVIDIA GPU (no /dev/nvidia*, no --gpus)
 
 
 @dataclass(frozen=True)

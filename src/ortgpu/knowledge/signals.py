@@ -26,6 +26,7 @@ from ortgpu.knowledge.runtime_signals import (
     rocm_library_statuses,
     trt_logged,
 )
+from ortgpu.knowledge.setup_signals import no_gpu_visible
 from ortgpu.knowledge.signal_kinds import (
     MAX_SIGNALS_PER_KIND,
     FailingNode,
@@ -594,5 +595,6 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         provider_typo(paste),
         web_backend(paste),
         provider_order(paste),
+        no_gpu_visible(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
