@@ -481,7 +481,11 @@ _TRT_ERROR = re.compile(
 
 # the TensorRT EP refusing one of its options (the engine-decryption library path, an enum value): the option's fault
 # (FM-81), not an engine build
-_TRT_OPTION = re.compile(r"could not open shared library from|decryption|Failed to map enum value", re.IGNORECASE)
+_TRT_OPTION = re.compile(
+    r"could not open shared library from|decryption|Failed to map enum (?:value|name)|The value for the key '"
+    r"|EP option:|format of provider option",
+    re.IGNORECASE,
+)
 
 
 def _tensorrt(paste: Paste) -> Iterator[Signal]:
