@@ -115,3 +115,18 @@ def test_a_container_without_gpu_next_to_a_model_error_stays_a_model_error() -> 
 )
 def test_a_provider_option_the_release_rejects_is_fm81_before_the_fallback(text: str) -> None:
     assert top_id(text) == "FM-81"
+
+
+# ---------------------------------------------------------------- 5. the Python module and NumPy's ABI
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import onnxruntime\nA module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.1.3 as it may crash.",
+        "RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xd",
+        "ImportError: numpy.core._multiarray_umath failed to import",
+    ],
+)
+def test_a_numpy_abi_mismatch_at_import_is_fm94(text: str) -> None:
+    assert top_id(text) == "FM-94"
