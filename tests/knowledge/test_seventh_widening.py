@@ -130,3 +130,19 @@ def test_a_provider_option_the_release_rejects_is_fm81_before_the_fallback(text:
 )
 def test_a_numpy_abi_mismatch_at_import_is_fm94(text: str) -> None:
     assert top_id(text) == "FM-94"
+
+
+def test_the_python_modules_own_vc_runtime_warning_is_fm28() -> None:
+    text = (
+        "UserWarning: Please install the 2019 Visual C++ runtime and then try again. If you've installed the "
+        "runtime in a non-standard location, make sure it can be found by setting the correct path."
+    )
+    assert top_id(text) == "FM-28"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Invalid device id 2: the machine has 1 GPU", "ValueError: device_id 4 should be less than the device count (2)"],
+)
+def test_a_device_id_past_the_gpus_is_an_option_problem_fm81(text: str) -> None:
+    assert top_id(text) == "FM-81"
