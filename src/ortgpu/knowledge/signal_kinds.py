@@ -36,6 +36,7 @@ class SignalKind(Enum):
     PROVIDER_TYPO = "provider_typo"  # a provider name that is no provider (misspelt), or providers given as a string
     WEB_BACKEND = "web_backend"  # onnxruntime-web/-node: "no available backend found" (evidence: wasm, webgpu, ...)
     PROVIDER_ORDER = "provider_order"  # the CPU provider registered before a GPU one: the GPU EP never gets a node
+    OP_SHAPE_ERROR = "op_shape_error"  # a node's kernel rejected its data's shape/index; no GPU library in the paste
 
 
 @dataclass(frozen=True)
