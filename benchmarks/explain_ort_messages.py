@@ -317,6 +317,9 @@ def markdown(doc: dict) -> str:
         f"ortgpu {doc['ortgpu_version']}, Python {doc['python']}. Templates from ORT's sources (file named per row), "
         "placeholders filled; explain run without the nearest-entry fallback.",
         "",
+        "- Not an unseen measurement: most rows' wordings were added to the NG-* entries with this table; the last "
+        "rows (op messages no entry names) are recognised only by structure (knowledge/model_signals.py).",
+        "",
         "| messages | recognised | mapped to the expected entry | verdict not a GPU problem |",
         "|---|---|---|---|",
         f"| {n} | {doc['recognised']} ({doc['recognised'] / n:.0%}) | {doc['mapped']} ({doc['mapped'] / n:.0%}) "
