@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.binding_signals import ort_library_missing
 from ortgpu.knowledge.matrix import library_info
+from ortgpu.knowledge.model_signals import op_shape_errors
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
 from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
@@ -600,5 +601,6 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         web_backend(paste),
         provider_order(paste),
         no_gpu_visible(paste),
+        op_shape_errors(paste),
     )
     return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
