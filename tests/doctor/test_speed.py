@@ -209,3 +209,24 @@ def test_no_child_is_started_ahead_without_an_nvidia_gpu_in_sight(tmp_path: Path
     probes = replace(_machine(tmp_path).probes(), prestart=lambda *a, **k: started.append(a))
     report = diagnose(probes=probes)  # no PCI GPU, no kernel module
     assert started == [] and report.load_attempt is not None  # the load attempt still runs, in its own child
+
+
+def test_the_child_has_its_work_before_onnxruntime_is_imported_here(tmp_path: Path) -> None:
+    # importing onnxruntime's extension module holds the GIL through a long dlopen: begun first, it held back the
+    # ELF reads that decide the child's work, and so the child's start
+    events: list[str] = []
+    inner_query = ort_query()
+
+    def query(module_dir):
+        events.append("import")
+        return inner_query(module_dir)
+
+    inner_load = _recording([])
+
+    def load(libraries, **kwargs):
+        events.append("load")
+        return inner_load(libraries, **kwargs)
+
+    report = diagnose(probes=_machine(tmp_path).probes(load=load, ort=query))
+    assert report.ready, report.verdict
+    assert events[:2] == ["load", "import"], events

@@ -223,8 +223,9 @@ def _diagnose_linux(
     linux = plat.os == "Linux"
     # The independent probes at once: importing onnxruntime here and the NVML query (threads), the child that loads
     # the CUDA provider (a process of its own: CUDA context, a session), the file reads and ELF parsing in this thread.
+    # The onnxruntime import starts once the child has its work: importing the extension module holds the GIL for
+    # a long dlopen, and the ELF reads here would wait for it (they took 0.46 s beside it on the H200, 0.02 s alone).
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="ortgpu-doctor") as pool:
-        ort_future = pool.submit(timed, "onnxruntime import", probes.ort_query or query_ort, dists.module_dir)
         report("NVIDIA driver (NVML)", 0.3)
         driver_future = pool.submit(timed, "NVML driver query", query_driver, probes.nvml, environ)
         loader_env = (
@@ -253,8 +254,8 @@ def _diagnose_linux(
             early_session = _session_wanted(driver_future, probes, environ)
             early_key = (_calls(early_plan), early_session, _cudnn_needs_a_look(early_cuda, early_plan))
             report("loading the CUDA provider in a child process", 0.45)
-            early = pool.submit(
-                timed,
+            early = timed.start(
+                pool,
                 "load attempt (child)",
                 _load_attempt,
                 early_cuda,
@@ -265,6 +266,7 @@ def _diagnose_linux(
                 conv=early_key[2],
                 child=prestarted,
             )
+        ort_future = pool.submit(timed, "onnxruntime import", probes.ort_query or query_ort, dists.module_dir)
         ort = timed.wait("onnxruntime import", ort_future)
         requirements = _requirements(dists, ort, cuda_lib)
         if early_providers is not None and _lazy_libraries(_requirements(dists, ort, cuda_lib)) == _lazy_libraries(

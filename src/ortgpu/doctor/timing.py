@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from typing import Any
 
 __all__ = ["ProbeTimer"]
@@ -22,6 +23,18 @@ class ProbeTimer:
             return probe(*args, **kwargs)
         finally:
             self._seconds[name] = self._seconds.get(name, 0.0) + time.perf_counter() - started
+
+    def start(self, pool: Executor, name: str, probe: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Run the probe in ``pool``; return once a thread has begun it (so it is ahead of what is submitted next)."""
+        begun = threading.Event()
+
+        def run() -> Any:
+            begun.set()
+            return self(name, probe, *args, **kwargs)
+
+        future = pool.submit(run)
+        begun.wait(timeout=5.0)
+        return future
 
     def wait(self, name: str, future: Future[Any]) -> Any:
         """The probe's result; how long this thread waited for it goes under "waited for <name>"."""
