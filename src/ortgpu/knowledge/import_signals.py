@@ -36,8 +36,10 @@ _POSIX = re.compile(
 )
 
 
-def _platform(text: str) -> str:
-    windows, posix = _WINDOWS.search(text), _POSIX.search(text)
+def _platform(paste: Paste) -> str:
+    text = paste.joined[:200_000]
+    windows = paste.frame_paths == "windows" or _WINDOWS.search(text)
+    posix = paste.frame_paths == "posix" or _POSIX.search(text)
     if windows and not posix:
         return "windows"
     if posix and not windows:
@@ -53,13 +55,13 @@ def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         attribute = _NO_ATTRIBUTE.search(line)
         if attribute:
-            values = {"name": attribute.group("name") or "?", "platform": _platform(paste.joined[:200_000])}
+            values = {"name": attribute.group("name") or "?", "platform": _platform(paste)}
             yield Signal(SignalKind.BROKEN_PACKAGE, index, paste.starts[index] + attribute.start(), {}, values)
             return
         m = _NO_NAME.search(line)
         if m is None or not (" from " not in line[m.start() :] and _ort_import_near(paste, index) or "onnxruntime" in line):
             continue
-        platform = _platform(paste.joined[:200_000])
+        platform = _platform(paste)
         values = {"name": m.group("name"), "platform": platform}
         if platform == "linux":
             if not missing_library:
