@@ -16,8 +16,7 @@ from ortgpu.explain import PasteKind, explain
     "text",
     [
         "$ pip install onnxruntime-gpu==1.19.2\n>>> import onnxruntime\n>>> onnxruntime.get_device()\n'CPU'",
-        "!pip install -q facefusion-kit[gpu]\nIn [3]: import onnxruntime as rt\nIn [4]: rt.get_device()\n"
-        "Out[4]: 'CPU'",
+        "!pip install -q facefusion-kit[gpu]\nIn [3]: import onnxruntime as rt\nIn [4]: rt.get_device()\nOut[4]: 'CPU'",
         "I ran `pip install insightface onnxruntime-gpu` in the image.\n```\nprint(ort.get_device())\n```\n"
         "still prints CPU and nothing runs on the card.",
         "uv pip install 'mytool[cuda]'\npython -c 'import onnxruntime; print(onnxruntime.get_available_providers())'\n"
@@ -43,11 +42,11 @@ def test_get_device_gpu_is_no_problem() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "  File \"/srv/app/infer.py\", line 9, in load\n    opts = ort.SessionOptions()\n"
+        '  File "/srv/app/infer.py", line 9, in load\n    opts = ort.SessionOptions()\n'
         "AttributeError: module 'onnxruntime' has no attribute 'SessionOptions'",
         "sess = onnxruntime.InferenceSession(path)\nAttributeError: module 'onnxruntime' has no attribute 'Infer",
         "AttributeError: module 'onnxruntime' has no attribute 'get_available_providers'",
-        "  File \"/home/u/.venv/lib/python3.12/site-packages/onnxruntime/__init__.py\", line 23, in <module>\n"
+        '  File "/home/u/.venv/lib/python3.12/site-packages/onnxruntime/__init__.py", line 23, in <module>\n'
         "    from onnxruntime.capi._pybind_state import ExecutionMode\n"
         "ImportError: cannot import name 'ExecutionMode' from 'onnxruntime.capi._pybind_state'",
     ],
@@ -78,7 +77,7 @@ def test_missing_pybind_names_on_windows_are_the_native_module_not_loading(text:
 def test_missing_pybind_names_next_to_a_missing_cuda_library_stay_with_the_library() -> None:
     text = (
         "UserWarning: Cannot load onnxruntime.capi. Error: 'libcublasLt.so.11: cannot open shared object file: "
-        "No such file or directory'\n  File \"/usr/lib/python3/dist-packages/onnxruntime/__init__.py\", line 20\n"
+        'No such file or directory\'\n  File "/usr/lib/python3/dist-packages/onnxruntime/__init__.py", line 20\n'
         "ImportError: cannot import name 'NodeArg' from 'onnxruntime.capi._pybind_state'"
     )
     assert top_id(text) != "FM-01"
@@ -103,7 +102,7 @@ def test_another_packages_import_error_is_not_claimed() -> None:
         "onnxruntime_binding.node",
         "java.lang.UnsatisfiedLinkError: C:\\Temp\\onnxruntime-java123\\onnxruntime4j_jni.dll: Can't find dependent "
         "libraries",
-        "E/AndroidRuntime: java.lang.UnsatisfiedLinkError: dlopen failed: library \"libonnxruntimejsihelper.so\" not "
+        'E/AndroidRuntime: java.lang.UnsatisfiedLinkError: dlopen failed: library "libonnxruntimejsihelper.so" not '
         "found",
         "panic: could not load onnxruntime_arm64.so: dlopen: cannot open shared object file",
     ],
@@ -178,7 +177,7 @@ def test_the_same_wrapper_message_with_both_packages_listed_is_fm01() -> None:
 def test_ort_used_before_its_environment_is_fm97_in_rust_and_fm79_in_dotnet() -> None:
     rust = (
         "thread 'main' panicked at src/main.rs:14:10:\nErr(ExecutionProvider(Msg(\"logging.h:320 "
-        "Attempt to use DefaultLogger but none has been registered.\")))"
+        'Attempt to use DefaultLogger but none has been registered.")))'
     )
     assert top_id(rust) == "FM-97"
     assert "ort::init()" in explain(rust).matches[0].fix

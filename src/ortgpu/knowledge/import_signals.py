@@ -59,7 +59,9 @@ def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
             yield Signal(SignalKind.BROKEN_PACKAGE, index, paste.starts[index] + attribute.start(), {}, values)
             return
         m = _NO_NAME.search(line)
-        if m is None or not (" from " not in line[m.start() :] and _ort_import_near(paste, index) or "onnxruntime" in line):
+        if m is None or not (
+            (" from " not in line[m.start() :] and _ort_import_near(paste, index)) or "onnxruntime" in line
+        ):
             continue
         platform = _platform(paste)
         values = {"name": m.group("name"), "platform": platform}
@@ -109,6 +111,9 @@ _GPU_INSTALLED = re.compile(
 )
 
 
+_GPU_NAME = re.compile(r"onnxruntime[-_](?:gpu|directml|rocm)", re.IGNORECASE)
+
+
 def shadowed_gpu_install(paste: Paste, signals: tuple[Signal, ...]) -> Iterator[Signal]:
     """The CPU-only provider set next to a GPU build the paste installed: a GPU wheel always lists its GPU EP, so
     the module answering is the CPU package's (installed too, or pulled in by a dependency)."""
@@ -117,7 +122,9 @@ def shadowed_gpu_install(paste: Paste, signals: tuple[Signal, ...]) -> Iterator[
         return
     installed = _GPU_INSTALLED.search(paste.joined[:200_000])
     if installed:
-        values = {"packages": f"onnxruntime (answering), {installed.group(0).strip()[:80]}"}
+        named = _GPU_NAME.search(installed.group(0))
+        gpu = named.group(0).lower().replace("_", "-") if named else "the GPU build of the [gpu] extra"
+        values = {"packages": f"onnxruntime (the CPU package, which shadows {gpu}) and {gpu}"}
         yield Signal(SignalKind.BOTH_PACKAGES, cpu[0].line_index, cpu[0].position, {}, values)
 
 
@@ -128,7 +135,9 @@ _WRAPPER_REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _CPU_PACKAGE_LISTED = re.compile(r"^[\W_]{0,4}(?:Name:\s{0,3})?onnxruntime(?:\s{1,24}|==)v?\d{1,3}\.\d", re.I | re.M)
-_GPU_PACKAGE_LISTED = re.compile(r"^[\W_]{0,4}(?:Name:\s{0,3})?onnxruntime-gpu(?:\s{1,24}|==)v?\d{1,3}\.\d", re.I | re.M)
+_GPU_PACKAGE_LISTED = re.compile(
+    r"^[\W_]{0,4}(?:Name:\s{0,3})?onnxruntime-gpu(?:\s{1,24}|==)v?\d{1,3}\.\d", re.I | re.M
+)
 
 
 def wrapper_check(paste: Paste) -> Iterator[Signal]:
