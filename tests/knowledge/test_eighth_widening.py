@@ -187,3 +187,19 @@ def test_ort_used_before_its_environment_is_fm97_in_rust_and_fm79_in_dotnet() ->
         "MakeSessionOptionWithCudaProvider(Int32 deviceId)"
     )
     assert top_id(dotnet) != "FM-97"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : This session cannot use "
+        "the graph capture feature as requested by the user as all compute graph nodes have not been partitioned to "
+        "the CUDAExecutionProvider",
+        "[E:onnxruntime:, inference_session.cc:2045 Initialize] This session cannot use the CUDA Graph feature as "
+        "requested by the user as the model has control flow nodes which can't be supported by CUDAExecutionProvider",
+    ],
+)
+def test_cuda_graphs_refused_for_the_model_is_fm98_and_says_how_to_fit_or_turn_off(text: str) -> None:
+    result = explain(text)
+    assert result.matches[0].id == "FM-98"
+    assert "enable_cuda_graph" in result.matches[0].fix
