@@ -1,5 +1,9 @@
 """Structure in a paste: a binding (C#, Java, Rust, Go, Node, C/C++) that cannot load onnxruntime's own library.
 
+Every binding's native file counts: `onnxruntime.dll`/`libonnxruntime.so`/`.dylib` (C, C++, C#, Rust, Go),
+`onnxruntime4j_jni` (Java), `onnxruntime_binding.node` (Node, Electron), `libonnxruntimejsihelper.so` (React Native),
+`onnxruntime_arm64.so`-style names that Go wrappers ship; the loader's words may sit on the line above the file.
+
 Whatever the language of the message, the shape is the same: ORT's main library (`libonnxruntime.so.1.17.3`,
 `onnxruntime.dll`, `libonnxruntime.dylib`, `onnxruntime4j_jni`) named on a line that says a library failed to load,
 in English wording or by a language-independent marker (`DllNotFoundException`, `UnsatisfiedLinkError`, the Windows
@@ -19,7 +23,8 @@ __all__ = ["ort_library_missing"]
 
 # the main library by its file name, or as .NET names it in DllImport ('onnxruntime', "onnxruntime")
 _MAIN = re.compile(
-    r"(?<![\w.+-])(?P<lib>(?:lib)?onnxruntime(?:4j_jni)?(?:\.dll|\.dylib|\.so(?:\.\d{1,4}){0,4}))(?![\w-])"
+    r"(?<![\w.+-])(?P<lib>(?:lib)?onnxruntime(?:4j_jni|_binding|jsihelper|_go|-android|_(?:arm64|amd64|x64))?"
+    r"(?:\.dll|\.dylib|\.node|\.so(?:\.\d{1,4}){0,4}))(?![\w-])"
     r"|[\"'`«„“]\s?(?P<bare>onnxruntime)\s?[\"'`»“”]",
     re.IGNORECASE,
 )
@@ -27,7 +32,8 @@ _MAIN = re.compile(
 _FAILED = re.compile(
     r"cannot open shared object|error while loading shared librar|no such file|\bdlopen|\bdlerror|image not found"
     r"|\b(?:cannot|can't|could not|couldn't|unable to|failed to|fail to|not able to) (?:be )?(?:load|find|open|locate)"
-    r"|\b(?:not found|is missing|was not found|library not loaded)\b"
+    r"|\b(?:not found|is missing|was not found|library not loaded|(?:could|can) ?not be (?:found|loaded))\b"
+    r"|specified module could not|specified procedure could not|\bWin32 error\b|\bError 126\b"
     r"|DllNotFoundException|UnsatisfiedLinkError|BadImageFormatException|0x8007007E|0x8007045A|\bERR_DLOPEN_FAILED",
     re.IGNORECASE,
 )
@@ -46,11 +52,11 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if "onnxruntime" not in line.lower():
             continue
-        failed = _FAILED.search(line)
-        if failed is None or _OTHER_CULPRIT.search(line):
-            continue
         main = _MAIN.search(line)
-        if main is None:
+        if main is None or _OTHER_CULPRIT.search(line):
+            continue
+        near = paste.lines[max(0, index - 2) : index + 1] if main.group("lib") else [line]
+        if not any(_FAILED.search(text) for text in near):  # the loader's words, on the line or just above
             continue
         if main.group("bare") and "dll" not in line.lower():
             continue  # a bare quoted name is .NET's DllImport only; "Package 'onnxruntime' not found" is pip's
@@ -64,7 +70,7 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
 
 def _platform(lib: str, line: str) -> str:
     low = lib.lower()
-    if low.endswith(".dll") or "dllnotfound" in line.lower() or "0x8007" in line.lower():
+    if low.endswith(".dll") or "dllnotfound" in line.lower() or "0x8007" in line.lower() or "win32" in line.lower():
         return "windows"
     if low.endswith(".dylib"):
         return "macos"

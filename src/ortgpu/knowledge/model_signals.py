@@ -27,6 +27,12 @@ _SHAPE_WORDS = re.compile(
     r"|mismatch\w{0,3}|features?|channels?|(?:\d{1,2}[- ]?)?dimensional|\d-?D|scalar)\b",
     re.IGNORECASE,
 )
+# a graph the session cannot run as built (an If/Loop/Scan subgraph without output shapes, an invalid model): NG-11
+_GRAPH_VALIDITY = re.compile(
+    r"\bsub-?graph\b|shape set for all outputs|is not a graph input|invalid model|INVALID_GRAPH"
+    r"|ShapeInferenceError|TypeInferenceError",
+    re.IGNORECASE,
+)
 # any of these in the paste and the failure may be the GPU stack's: left to the GPU entries
 _GPU_STACK = re.compile(
     r"cuda|cudnn|cublas|curand|cufft|tensorrt|\btrt\b|nvinfer|rocm|miopen|hip\b|\bdml\b|directml|openvino|coreml"
@@ -43,7 +49,7 @@ def op_shape_errors(paste: Paste) -> Iterator[Signal]:
         if "Status Message" not in line:
             continue
         m = _STATUS.search(line)
-        if m is None or not _SHAPE_WORDS.search(m.group("msg")):
+        if m is None or not _SHAPE_WORDS.search(m.group("msg")) or _GRAPH_VALIDITY.search(m.group("msg")):
             continue
         values = {"op": m.group("op"), "node": m.group("node")}
         yield Signal(SignalKind.OP_SHAPE_ERROR, index, paste.starts[index] + m.start(), {}, values)

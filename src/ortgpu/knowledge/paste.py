@@ -27,6 +27,7 @@ _ORT_LOG_PREFIX = re.compile(
 # source positions: provider_bridge_ort.cc:1209, D:\a\_work\1\s\...\foo.cc:743, bar.py:200
 _SOURCE_POSITION = re.compile(r"(\.(?:cc|cpp|cxx|cu|cuh|h|hpp|c|py)):\d+\b")
 _HOSTNAME = re.compile(r"\bhostname=[^\s;]+")
+_FRAME_PATH = re.compile(r'File "(/|~|[A-Za-z]:\\\\?)')  # where a Python frame's file lives: the platform
 _PY_FRAME = re.compile(r'^\s*File "[^"]*", line \d+(?:, in .*)?$')
 _PY_NOISE = re.compile(
     r"^\s*(?:Traceback \(most recent call last\):|[\^~]+|\.\.\.|During handling of the above exception.*)\s*$"
@@ -153,6 +154,7 @@ class Paste:
     line_origins: tuple[str, ...] = ()  # per line: the ORT source file of its removed log prefix, or ""
     logged: frozenset[int] = frozenset()  # lines that carried a timestamp, an ORT log prefix or a source position
     warned: frozenset[int] = frozenset()  # lines ORT logged at warning level or below
+    frame_paths: str = ""  # the path style of the Python stack frames removed: "windows", "posix" or ""
 
     def origin_of(self, index: int) -> str:
         return self.line_origins[index] if index < len(self.line_origins) else ""
@@ -182,4 +184,6 @@ def prepare(text: str | Paste) -> Paste:
     for line in lines:
         starts.append(offset)
         offset += len(line) + 1
-    return Paste(lines, joined, joined.lower(), tuple(starts), origins, line_origins, logged, warned)
+    frame = _FRAME_PATH.search(text[:200_000])
+    frame_paths = "" if frame is None else ("windows" if frame.group(1)[0].isalpha() else "posix")
+    return Paste(lines, joined, joined.lower(), tuple(starts), origins, line_origins, logged, warned, frame_paths)

@@ -37,6 +37,9 @@ class SignalKind(Enum):
     WEB_BACKEND = "web_backend"  # onnxruntime-web/-node: "no available backend found" (evidence: wasm, webgpu, ...)
     PROVIDER_ORDER = "provider_order"  # the CPU provider registered before a GPU one: the GPU EP never gets a node
     NO_GPU_VISIBLE = "no_gpu_visible"  # a container / VM shows the process no NVIDIA GPU (no /dev/nvidia*, no --gpus)
+    BROKEN_PACKAGE = "broken_package"  # `import onnxruntime` gives a module without its API (a half-removed install)
+    WRAPPER_CHECK = "wrapper_check"  # a wrapper refuses a provider while only the GPU package is installed
+    ENV_NOT_INITIALISED = "env_not_initialised"  # a binding used ORT before its environment existed (no logger)
     OP_SHAPE_ERROR = "op_shape_error"  # a node's kernel rejected its data's shape/index; no GPU library in the paste
 
 

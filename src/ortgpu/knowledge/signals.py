@@ -14,6 +14,13 @@ import re
 from collections.abc import Iterator
 
 from ortgpu.knowledge.binding_signals import ort_library_missing
+from ortgpu.knowledge.import_signals import (
+    broken_import,
+    device_says_cpu,
+    env_not_initialised,
+    shadowed_gpu_install,
+    wrapper_check,
+)
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors
 from ortgpu.knowledge.paste import Paste
@@ -602,5 +609,12 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         provider_order(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
+        device_says_cpu(paste),
+        wrapper_check(paste),
+        env_not_initialised(paste),
     )
-    return tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
+    found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
+    missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)
+    wrapper = {s.line_index for s in found if s.kind is SignalKind.WRAPPER_CHECK}  # its words name both packages
+    found = tuple(s for s in found if not (s.kind is SignalKind.BOTH_PACKAGES and s.line_index in wrapper))
+    return found + tuple(broken_import(paste, missing)) + tuple(shadowed_gpu_install(paste, found))
