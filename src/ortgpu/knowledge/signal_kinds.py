@@ -41,6 +41,10 @@ class SignalKind(Enum):
     WRAPPER_CHECK = "wrapper_check"  # a wrapper refuses a provider while only the GPU package is installed
     ENV_NOT_INITIALISED = "env_not_initialised"  # a binding used ORT before its environment existed (no logger)
     OP_SHAPE_ERROR = "op_shape_error"  # a node's kernel rejected its data's shape/index; no GPU library in the paste
+    MODEL_TOO_NEW = "model_too_new"  # the model's IR version or opset is past what this onnxruntime supports
+    DLL_INIT_FAILED = "dll_init_failed"  # a DLL's start-up failed (Windows 1114 / 0x8007045A, in any language)
+    SYMBOL_MISMATCH = "symbol_mismatch"  # a CUDA/TensorRT/ORT library lacks a symbol its neighbour needs
+    TWO_RUNTIMES = "two_runtimes"  # two copies of the native onnxruntime in one process
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,13 @@ from ortgpu.knowledge.signal_kinds import (
 )
 from ortgpu.knowledge.statuses import cudnn_name
 from ortgpu.knowledge.usage_signals import installed_packages, provider_order, two_packages_in_prose, web_backend
+from ortgpu.knowledge.version_signals import (
+    SYMBOL_FAILURE,
+    dll_init_failed,
+    model_too_new,
+    symbol_mismatch,
+    two_runtimes,
+)
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
@@ -148,7 +155,7 @@ def _known(lib: str) -> bool:
 def _missing_libraries(paste: Paste) -> Iterator[Signal]:
     seen: set[str] = set()
     for index, line in enumerate(paste.lines):
-        if not _LIBRARY_HINT.search(line):
+        if not _LIBRARY_HINT.search(line) or SYMBOL_FAILURE.search(line):  # found, but a symbol is missing: FM-72
             continue
         for lib, at in _line_culprits(line):
             key = lib.lower()
@@ -612,6 +619,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         device_says_cpu(paste),
         wrapper_check(paste),
         env_not_initialised(paste),
+        *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
     missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)
