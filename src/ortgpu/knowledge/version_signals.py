@@ -51,13 +51,13 @@ def model_too_new(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         for what, pattern in (("ir", _IR_TOO_NEW), ("opset", _OPSET_TOO_NEW)):
             m = pattern.search(line)
-            if m is not None and not _GPU_WORDS.search(m.group(0)):
+            if m is not None and not _GPU_WORDS.search(line[max(0, m.start() - 80) : m.end()]):
                 attributes: dict[str, str | int] = {"component": what}
                 yield Signal(SignalKind.MODEL_TOO_NEW, index, paste.starts[index] + m.start(), attributes, {})
                 return
 
 
-# a sentence about a GPU library's version ("CUDA version 12 is not supported") is not the model's
+# a GPU library's version, in the match or just before it ("CUDA version 12 is not supported"), is not the model's
 _GPU_WORDS = re.compile(r"cuda|cudnn|tensorrt|driver|compute capability|\bsm_?\d", re.IGNORECASE)
 
 # ---------------------------------------------------------------- a DLL's start-up failed (error 1114)
@@ -80,8 +80,8 @@ _CUDA_BUILD = re.compile(
 
 
 def dll_init_failed(paste: Paste) -> Iterator[Signal]:
-    """A DLL found but failing in its own start-up (error 1114 in any form); attribute evidence "cuda" when a CUDA build is
-    what was being imported or loaded (then FM-78's driver/CUDA/conflicting-DLL causes; otherwise FM-28's runtime)."""
+    """A DLL found but failing in its own start-up (error 1114 in any form); evidence "cuda" when a CUDA build is what
+    was being imported or loaded (then FM-78's driver/CUDA/conflicting-DLL causes; otherwise FM-28's runtime)."""
     if "dll" not in paste.lowered and "1114" not in paste.joined and "045a" not in paste.lowered:
         return
     for index, line in enumerate(paste.lines):
