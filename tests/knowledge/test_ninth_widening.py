@@ -59,9 +59,9 @@ def test_a_cuda_version_not_supported_is_not_a_model_opset() -> None:
         "ダイナミック リンク ライブラリ (DLL) 初期化ルーチンの実行に失敗しました。",
         # only the number, with the CUDA provider named
         "OSError: [WinError 1114] while loading onnxruntime_providers_cuda.dll from C:\\venv\\Lib\\site-packages",
-        # the HRESULT from .NET with the GPU package
-        "Microsoft.ML.OnnxRuntime.Gpu 1.20.1: System.DllNotFoundException: Unable to load DLL 'onnxruntime': "
-        "(0x8007045A) while CUDA 12 is installed",
+        # Java loading the CUDA provider it unpacked
+        "java.lang.UnsatisfiedLinkError: C:\\Users\\me\\AppData\\Local\\Temp\\onnxruntime-java\\"
+        "onnxruntime_providers_cuda.dll: A dynamic link library (DLL) initialization routine failed",
     ],
 )
 def test_dll_initialisation_failure_while_importing_a_cuda_build_is_fm78(text: str) -> None:

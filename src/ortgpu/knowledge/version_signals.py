@@ -79,6 +79,10 @@ _CUDA_BUILD = re.compile(
 )
 
 
+# the binding's own onnxruntime.dll failing its start-up is the binding's load (FM-82), not a CUDA build's import
+_ORT_MAIN_DLL = re.compile(r"(?<![\w-])onnxruntime\.dll\b|['\"]onnxruntime['\"]", re.IGNORECASE)
+
+
 def dll_init_failed(paste: Paste) -> Iterator[Signal]:
     """A DLL found but failing in its own start-up (error 1114 in any form); evidence "cuda" when a CUDA build is what
     was being imported or loaded (then FM-78's driver/CUDA/conflicting-DLL causes; otherwise FM-28's runtime)."""
@@ -86,7 +90,7 @@ def dll_init_failed(paste: Paste) -> Iterator[Signal]:
         return
     for index, line in enumerate(paste.lines):
         m = _DLL_INIT.search(line)
-        if m is None:
+        if m is None or _ORT_MAIN_DLL.search(line):
             continue
         evidence = "cuda" if _CUDA_BUILD.search(paste.joined[:200_000]) else "none"
         yield Signal(SignalKind.DLL_INIT_FAILED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
