@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
-__all__ = ["op_shape_errors"]
+__all__ = ["op_shape_errors", "unimplemented_variants"]
 
 _STATUS = re.compile(
     r"while running (?P<op>[A-Za-z]\w{0,60}) node\.?\s{0,3}Name\s{0,3}:\s{0,3}'(?P<node>[^'\n]{0,300})'"
@@ -49,8 +49,50 @@ def op_shape_errors(paste: Paste) -> Iterator[Signal]:
         if "Status Message" not in line:
             continue
         m = _STATUS.search(line)
-        if m is None or not _SHAPE_WORDS.search(m.group("msg")) or _GRAPH_VALIDITY.search(m.group("msg")):
+        msg = m.group("msg") if m else ""
+        if m is None or not _SHAPE_WORDS.search(msg) or _GRAPH_VALIDITY.search(msg) or _UNIMPLEMENTED.search(msg):
             continue
         values = {"op": m.group("op"), "node": m.group("node")}
         yield Signal(SignalKind.OP_SHAPE_ERROR, index, paste.starts[index] + m.start(), {}, values)
+        return
+
+
+# ---------------------------------------------------------------- a kernel that exists but not for this variant
+
+# what a kernel says when it has no code for this input's rank, type or attribute ("Only 4-D tensor is supported" in
+# GridSample), or what ORT says when a node got no kernel at all ("OpKernel was null"): no implementation, not bad data
+_UNIMPLEMENTED = re.compile(
+    r"\bonly\s{1,3}(?:\d-?D|\d{1,2}[- ]?dimensional|[\w-]{1,20})\s{1,3}(?:tensors?|inputs?)?\s{0,3}(?:is|are)\s{1,3}supported"
+    r"|\bnot (?:yet )?(?:implemented|supported)\b|\bunsupported\b|\bNOT_IMPLEMENTED\b",
+    re.IGNORECASE,
+)
+_NULL_KERNEL = re.compile(r"OpKernel was null|kernel != nullptr was false|\bKernel not found\b", re.IGNORECASE)
+# the GPU EP named, or the CPU said to work ("works on CPU", "CPU正常", "CPU is fine"): the missing code is the GPU's
+_GPU_EP = re.compile(
+    r"(?:CUDA|Tensorrt|ROCM|MIGraphX|Dml)ExecutionProvider|onnxruntime[-_]gpu|\bon (?:the )?(?:GPU|CUDA)\b"
+    r"|(?<![A-Za-z])CPU(?![A-Za-z])[^\n]{0,12}?(?:works?|fine|ok(?:ay)?\b|正常|没问题|可以)",
+    re.IGNORECASE,
+)
+_KERNEL_FOR = re.compile(r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b", re.IGNORECASE)
+
+
+def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
+    """A node whose kernel has no code for this variant of its op (a rank, type or mode it does not implement), or
+    that got no kernel at all: a missing kernel, on the GPU EP when the paste runs one or says the CPU works."""
+    low = paste.lowered
+    if "status message" not in low and "nullptr" not in low and "kernel" not in low:
+        return
+    gpu = bool(_GPU_EP.search(paste.joined[:200_000]))
+    for index, line in enumerate(paste.lines):
+        m = _STATUS.search(line) if "Status Message" in line else None
+        null = _NULL_KERNEL.search(line)
+        if not null and (m is None or not _UNIMPLEMENTED.search(m.group("msg"))):
+            continue
+        named = _KERNEL_FOR.search(m.group("msg")) if m else None
+        on_gpu = gpu or named is not None
+        values = {"op": m.group("op"), "node": m.group("node")} if m else {"op": "a node"}
+        values["ep"] = "the GPU provider" if on_gpu else "the CPU (none named)"
+        attributes: dict[str, str | int] = {"ep": "gpu" if on_gpu else "cpu", "op": values["op"]}
+        position = paste.starts[index] + (m.start() if m else null.start() if null else 0)
+        yield Signal(SignalKind.MISSING_KERNEL, index, position, attributes, values)
         return

@@ -21,8 +21,9 @@ from ortgpu.knowledge.import_signals import (
     shadowed_gpu_install,
     wrapper_check,
 )
+from ortgpu.knowledge.listing_signals import listed_distributions
 from ortgpu.knowledge.matrix import library_info
-from ortgpu.knowledge.model_signals import op_shape_errors
+from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
 from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
@@ -85,6 +86,10 @@ _LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (
             r"depends on \\?[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)\\?[\"']? which is missing",
             ("which is missing",),
+        ),
+        (  # prose quoting the loader: "`onnxruntime_providers_cuda.dll` depends on `cublasLt64_13.dll`"
+            r"providers_(?:cuda|tensorrt)\.dll[`\"']?\s{0,3}(?:depends|relies) on\s{0,3}[`\"']?(?P<lib>[^`\"'\s\\/]{1,120}?\.dll)",
+            ("depends on", "relies on"),
         ),
         (r"LoadLibrary\(?\)?\s{0,3}:?\s{0,3}[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)[\"']? not found", ("not found",)),
         (
@@ -367,12 +372,12 @@ def _both_packages(paste: Paste) -> Iterator[Signal]:
     yield from _both_nuget(paste)
     listed: dict[str, int] = {}
     for index, line in enumerate(paste.lines):
-        if "onnxruntime" not in line.lower():
+        if "onnx" not in line.lower():
             continue
         m = _PACKAGE_LINE.match(line)
         if m:
             listed.setdefault(m.group("pkg").lower().replace("_", "-"), index)
-        for pkg in installed_packages(line):  # `pip show`'s Name:, "Requirement already satisfied", ...
+        for pkg in (*installed_packages(line), *listed_distributions(line)):  # pip show, reports, tables, freeze
             listed.setdefault(pkg, index)
         if _PIP_INSTALL.search(line):
             words = {w.lower().replace("_", "-") for w in _PACKAGE_WORD.findall(line)}
@@ -606,6 +611,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         rocm_library_statuses(paste, nodes),
         _tensorrt(paste),
         missing_kernels(paste),
+        unimplemented_variants(paste),
         no_wheel(paste),
         _fp16_overflow(paste),
         other_ep_build(paste),
