@@ -395,7 +395,8 @@ def _packages_signal(packages: list[str], index: int, paste: Paste) -> Signal:
     return Signal(SignalKind.BOTH_PACKAGES, index, paste.starts[index], {}, {"packages": ", ".join(packages)})
 
 
-_DLL_LOAD_FAILED = re.compile(r"DLL load failed", re.IGNORECASE)
+# "while importing X": an extension that links CUDA itself (onnxruntime_genai's CUDA build) is not ORT's own module
+_DLL_LOAD_FAILED = re.compile(r"DLL load failed(?! while importing (?:onnxruntime_genai|\w{0,40}cuda)\b)", re.I)
 
 
 def _pybind_load_failed(paste: Paste) -> Iterator[Signal]:
