@@ -62,7 +62,8 @@ def op_shape_errors(paste: Paste) -> Iterator[Signal]:
 # what a kernel says when it has no code for this input's rank, type or attribute ("Only 4-D tensor is supported" in
 # GridSample), or what ORT says when a node got no kernel at all ("OpKernel was null"): no implementation, not bad data
 _UNIMPLEMENTED = re.compile(
-    r"\bonly\s{1,3}(?:\d-?D|\d{1,2}[- ]?dimensional|[\w-]{1,20})\s{1,3}(?:tensors?|inputs?)?\s{0,3}(?:is|are)\s{1,3}supported"
+    r"\bonly\s{1,3}(?:\d-?D|\d{1,2}[- ]?dimensional|[\w-]{1,20})\s{1,3}(?:tensors?|inputs?)?\s{0,3}"
+    r"(?:is|are)\s{1,3}supported"
     r"|\bnot (?:yet )?(?:implemented|supported)\b|\bunsupported\b|\bNOT_IMPLEMENTED\b",
     re.IGNORECASE,
 )
@@ -70,7 +71,8 @@ _NULL_KERNEL = re.compile(r"OpKernel was null|kernel != nullptr was false|\bKern
 # the GPU EP named, or the CPU said to work ("works on CPU", "CPU正常", "CPU is fine"): the missing code is the GPU's
 _GPU_EP = re.compile(
     r"(?:CUDA|Tensorrt|ROCM|MIGraphX|Dml)ExecutionProvider|onnxruntime[-_]gpu|\bon (?:the )?(?:GPU|CUDA)\b"
-    r"|(?<![A-Za-z])CPU(?![A-Za-z])[^\n]{0,12}?(?:works?|fine|ok(?:ay)?\b|正常|没问题|可以)",
+    r"|(?<![A-Za-z])CPU(?![A-Za-z])[^\n]{0,12}?(?:works?|fine|ok(?:ay)?\b|正常|没问题|可以)"
+    r"|\b(?:works?|worked|runs?|ran|fine)\b[^\n]{0,20}?\b(?:on|with) (?:the )?CPU\b",
     re.IGNORECASE,
 )
 _KERNEL_FOR = re.compile(r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b", re.IGNORECASE)

@@ -88,7 +88,8 @@ _LIBRARY_FAILURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
             ("which is missing",),
         ),
         (  # prose quoting the loader: "`onnxruntime_providers_cuda.dll` depends on `cublasLt64_13.dll`"
-            r"providers_(?:cuda|tensorrt)\.dll[`\"']?\s{0,3}(?:depends|relies) on\s{0,3}[`\"']?(?P<lib>[^`\"'\s\\/]{1,120}?\.dll)",
+            r"providers_(?:cuda|tensorrt)\.dll[`\"']?\s{0,3}(?:depends|relies) on\s{0,3}"
+            r"[`\"']?(?P<lib>[^`\"'\s\\/]{1,120}?\.dll)",
             ("depends on", "relies on"),
         ),
         (r"LoadLibrary\(?\)?\s{0,3}:?\s{0,3}[\"']?(?P<lib>[^\"'\s\\/]{1,120}?\.dll)[\"']? not found", ("not found",)),
