@@ -169,3 +169,20 @@ def test_directml_failing_in_its_provider_factory_is_the_device() -> None:
 def test_directml_rejecting_a_graph_stays_the_graph() -> None:
     text = "DmlExecutionProvider: graph fusion failed: 80070057 The parameter is incorrect. (DmlGraphFusionHelper.cpp)"
     assert top_id(text) == "FM-84"
+
+
+# ---------------------------------------------------------------- 8. a host said to have no NVIDIA GPU or runtime
+
+
+def test_the_cuda_provider_failing_on_a_host_without_nvidia_is_no_driver() -> None:
+    text = (
+        "Laptop with Intel Arc graphics, no NVIDIA driver installed.\n"
+        "Error: OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library\n"
+        "    at new InferenceSession (node_modules/onnxruntime-node/dist/index.js:12:9)"
+    )
+    assert top_id(text) == "FM-70"
+
+
+def test_no_nvidia_named_without_the_provider_at_work_is_not_claimed() -> None:
+    text = "This build machine has no NVIDIA GPU; the CPU wheel installs fine and the tests pass."
+    assert top_id(text) != "FM-70"

@@ -4,6 +4,7 @@ Docker's own refusal (`could not select device driver "" with capabilities: [[gp
 device node say it on their own. A statement that the container has no GPU ("Docker with NO GPU", "a pod without
 GPUs") says it only together with the CUDA/TensorRT provider visibly at work or crashing (its library named, a JVM
 `hs_err` report, a segmentation fault): without that, the paste may be about something else that merely ran there.
+The host itself said to have no NVIDIA GPU, driver or runtime counts the same way, with the provider at work.
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ _NO_GPU = re.compile(
     r"\b(?P<where>docker|container|pod|kubernetes|k8s|vm|virtual machine|sandbox|runner)\b[^\n]{0,40}?"
     r"\b(?:with no|without(?: an?| any)?|has no|have no|had no|there is no|no)\s(?:nvidia\s|cuda\s|physical\s)?gpus?\b"
     r"|\bno (?:nvidia |cuda )?gpus? (?:is |are )?(?:visible|available|attached|exposed|present|mounted|passed)\b"
-    r"[^\n]{0,40}?\b(?P<where2>container|pod|docker|vm)\b",
+    r"[^\n]{0,40}?\b(?P<where2>container|pod|docker|vm)\b"
+    # the host itself said to have no NVIDIA GPU, driver or CUDA runtime ("CPU: AMD Ryzen (no NVIDIA CUDA runtime)")
+    r"|\b(?:no|without(?: an?| any)?|lacks?(?: an?| any)?)\s(?P<host>nvidia)\s(?:cuda\s)?"
+    r"(?:gpus?|cards?|drivers?|runtime)\b",
     re.IGNORECASE,
 )
 # the GPU provider at work or the process dying in native code
 _PROVIDER_OR_CRASH = re.compile(
     r"onnxruntime_providers_(?:cuda|tensorrt)|CUDAExecutionProvider|TensorrtExecutionProvider"
+    r"|AppendExecutionProvider_(?:Cuda|CUDA|Tensorrt|TensorRT)"
     r"|\bSIGSEGV\b|\bSIGABRT\b|Segmentation fault|core dumped|A fatal error has been detected by the Java Runtime"
     r"|Problematic frame|\bhs_err_pid",
     re.IGNORECASE,
@@ -53,6 +58,8 @@ def no_gpu_visible(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         found = _NO_GPU.search(line)
         if found is not None:
-            where = (found.group("where") or found.group("where2") or "container").lower()
+            where = (
+                found.group("where") or found.group("where2") or ("host" if found.group("host") else "container")
+            ).lower()
             yield Signal(SignalKind.NO_GPU_VISIBLE, index, paste.starts[index] + found.start(), {}, {"where": where})
             return
