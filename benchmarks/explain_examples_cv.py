@@ -49,7 +49,9 @@ SETS = {
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),
-    "augmented": ((10.0, 15.0, 20.0, 25.0, 30.0, 40.0), (1.0, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5, 2.0)),
+    # today's floor of 15 is kept: below it short generic texts ("the web page loads slowly and takes 12 seconds")
+    # get leads, and on the CV a floor of 10 gains one right lead
+    "augmented": ((15.0, 20.0, 25.0, 30.0, 40.0), (1.0, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5, 2.0)),
     "knn": ((5.0, 10.0, 15.0, 20.0, 30.0), (1.0, 1.3, 1.5, 2.0, 2.5, 3.0)),
 }
 KNN_K = 5
