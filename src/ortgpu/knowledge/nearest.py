@@ -274,9 +274,7 @@ def _build(kb: KnowledgeBase, extra: Extra | None = None) -> _Index:
     return _Index(entries, counts, lengths, sum(lengths) / max(n, 1), idf)
 
 
-def rank(
-    text: str, kb: KnowledgeBase, extra: Extra | None = None
-) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
+def rank(text: str, kb: KnowledgeBase, extra: Extra | None = None) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
     """Every entry with a positive BM25 score for the paste, best first, with the terms that scored most. `extra`
     adds words to entries' documents (by entry id)."""
     index = _index(kb, extra)
