@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ortgpu.errors import BadInputError
-from ortgpu.knowledge import matrix
+from ortgpu.knowledge import examples, matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
@@ -103,7 +103,7 @@ def explain(text: str, kb: KnowledgeBase | None = None, *, closest: bool = True)
     hits = find_hits(paste, kb)
     guessed = False
     if not hits and closest:
-        near = closest_hit(paste, kb)
+        near = closest_hit(paste, kb, examples.shipped_documents(kb), examples.THRESHOLD, examples.MARGIN)
         hits, guessed = ((near,), True) if near is not None else ((), False)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package

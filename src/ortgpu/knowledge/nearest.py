@@ -13,6 +13,7 @@ import itertools
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ortgpu.knowledge.base import FailureMode, KnowledgeBase
@@ -29,6 +30,7 @@ __all__ = [
     "nearest",
     "rank",
     "tokens",
+    "vocabulary",
 ]
 
 MAX_QUERY_CHARS = 20_000  # the error is in the first screens of a paste; a long log adds only noise
@@ -232,27 +234,37 @@ def _document(entry: FailureMode, merged: list[FailureMode]) -> list[str]:
     return words
 
 
-_INDEXES: dict[int, tuple[KnowledgeBase, _Index]] = {}  # by id(kb); the kb is kept so that its id is not reused
+# extra words per entry id (the tokens of its labelled pastes, knowledge/examples.py), added to its document
+Extra = Mapping[str, Sequence[str]]
+# by (id(kb), id(extra)); both are kept so that their ids are not reused
+_INDEXES: dict[tuple[int, int], tuple[KnowledgeBase, Extra | None, _Index]] = {}
 
 
-def _index(kb: KnowledgeBase) -> _Index:
-    cached = _INDEXES.get(id(kb))
-    if cached is not None and cached[0] is kb:
-        return cached[1]
+def _index(kb: KnowledgeBase, extra: Extra | None = None) -> _Index:
+    key = (id(kb), id(extra))
+    cached = _INDEXES.get(key)
+    if cached is not None and cached[0] is kb and cached[1] is extra:
+        return cached[2]
     if len(_INDEXES) >= 4:
         _INDEXES.clear()
-    built = _build(kb)
-    _INDEXES[id(kb)] = (kb, built)
+    built = _build(kb, extra)
+    _INDEXES[key] = (kb, extra, built)
     return built
 
 
-def _build(kb: KnowledgeBase) -> _Index:
+def vocabulary(kb: KnowledgeBase) -> frozenset[str]:
+    """Every token of the knowledge base's own words (the documents the nearest entry is ranked over)."""
+    return frozenset(_index(kb).idf)
+
+
+def _build(kb: KnowledgeBase, extra: Extra | None = None) -> _Index:
     merged: dict[str, list[FailureMode]] = {}
     for e in kb.entries:
         if e.merged_into:
             merged.setdefault(e.merged_into, []).append(e)
     entries = tuple(e for e in kb.entries if not e.merged_into)
-    counts = tuple(Counter(_document(e, merged.get(e.id, []))) for e in entries)
+    extra = extra or {}
+    counts = tuple(Counter(_document(e, merged.get(e.id, [])) + list(extra.get(e.id, ()))) for e in entries)
     lengths = tuple(sum(c.values()) for c in counts)
     df: Counter[str] = Counter()
     for c in counts:
@@ -262,9 +274,10 @@ def _build(kb: KnowledgeBase) -> _Index:
     return _Index(entries, counts, lengths, sum(lengths) / max(n, 1), idf)
 
 
-def rank(text: str, kb: KnowledgeBase) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
-    """Every entry with a positive BM25 score for the paste, best first, with the terms that scored most."""
-    index = _index(kb)
+def rank(text: str, kb: KnowledgeBase, extra: Extra | None = None) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
+    """Every entry with a positive BM25 score for the paste, best first, with the terms that scored most. `extra`
+    adds words to entries' documents (by entry id)."""
+    index = _index(kb, extra)
     query = list(dict.fromkeys(t for t in tokens(text) if t in index.idf))[:MAX_QUERY_TOKENS]
     scored = []
     for entry, counts, length in zip(index.entries, index.counts, index.lengths, strict=True):
@@ -295,12 +308,18 @@ def reports_failure(text: str) -> bool:
     return bool(_FAILURE_WORD.search(text[:MAX_QUERY_CHARS]))
 
 
-def nearest(text: str, kb: KnowledgeBase, threshold: float = THRESHOLD, margin: float = MARGIN) -> Nearest | None:
+def nearest(
+    text: str,
+    kb: KnowledgeBase,
+    threshold: float = THRESHOLD,
+    margin: float = MARGIN,
+    extra: Extra | None = None,
+) -> Nearest | None:
     """The closest entry when the text reports a failure and the entry scores at least `threshold` and `margin` times
     the runner-up; else None."""
     if not reports_failure(text):
         return None
-    ranked = rank(text, kb)
+    ranked = rank(text, kb, extra)
     if not ranked:
         return None
     score, entry, terms = ranked[0]
@@ -310,9 +329,15 @@ def nearest(text: str, kb: KnowledgeBase, threshold: float = THRESHOLD, margin: 
     return Nearest(entry, score, runner_up, terms)
 
 
-def closest_hit(paste: Paste, kb: KnowledgeBase) -> Hit | None:
+def closest_hit(
+    paste: Paste,
+    kb: KnowledgeBase,
+    extra: Extra | None = None,
+    threshold: float = THRESHOLD,
+    margin: float = MARGIN,
+) -> Hit | None:
     """The nearest entry as a low-confidence hit (how="closest"), on the paste's line that carries its best term."""
-    found = nearest(paste.joined, kb)
+    found = nearest(paste.joined, kb, threshold, margin, extra)
     if found is None:
         return None
     index = 0
