@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", required=True, help="the set's name: explain_pastes_<name>_dev/_heldout.json")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument(
+        "--no-learn", action="store_true", help='mark both halves "learn": false (explain\'s examples skip them)'
+    )
     args = parser.parse_args(argv)
 
     docs = [_pastes(path) for path in args.inputs]
@@ -104,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             "schema": 1,
             "description": description,
+            **({"learn": False} if args.no_learn else {}),
             "new_labels": {k: v for k, v in new_labels.items() if k in used},
             "pastes": pastes,
         }

@@ -71,6 +71,19 @@ def test_the_shipped_examples_are_what_the_builder_makes_from_their_sets() -> No
     assert _builder().build(list(shipped.built_from)) == shipped
 
 
+def test_a_set_kept_as_an_unseen_test_is_never_learnt_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    builder = _builder()
+    paste = {"id": "X1", "expected": ["FM-21"], "text": "LoadLibrary failed with error 126"}
+    (tmp_path / "explain_pastes_open.json").write_text(json.dumps({"pastes": [paste]}))
+    (tmp_path / "explain_pastes_kept.json").write_text(json.dumps({"learn": False, "pastes": [paste]}))
+    monkeypatch.setattr(builder, "DATA", tmp_path)
+    assert builder.seen_sets() == ["explain_pastes_open.json"]
+    with pytest.raises(SystemExit, match="unseen test"):
+        builder.labelled(["explain_pastes_kept.json"], load_knowledge_base())
+    shipped = load_examples()
+    assert not any(json.loads((DATA / n).read_text(encoding="utf-8")).get("learn") is False for n in shipped.built_from)
+
+
 def test_the_builder_is_deterministic_and_drops_single_paste_tokens() -> None:
     kb = load_knowledge_base()
     labelled = [
