@@ -54,7 +54,7 @@ ALLOWED_GROUPS = frozenset(
         "option",
     }
 )
-_ID_RE = re.compile(r"^(?:FM|NG)-\d{2}$")
+_ID_RE = re.compile(r"^(?:FM|NG)-\d{2,3}$")
 
 
 class KnowledgeBaseError(ValueError):

@@ -45,6 +45,16 @@ _OTHER_CULPRIT = re.compile(
 )
 
 
+# the library was found but its start-up failed or its own dependencies are missing: on Windows onnxruntime.dll needs
+# only the VC++ runtime and the system (FM-28), whatever the binding; "or one of its dependencies" decides nothing
+_DEPENDENCY = re.compile(
+    r"can't find dependent librar|cannot find dependent librar|\bdependent librar\w{0,3} (?:not found|missing)"
+    r"|\b(?:WinError|error|error code)\s{0,3}:?\s{0,3}\[?1114\b|0x8007045A"
+    r"|DLL\)?[^\n]{0,60}?(?:initiali[sz]ation|Initialisierung|inicializ|inizializz|инициализ|初始化|初期化|초기화)",
+    re.IGNORECASE,
+)
+
+
 def ort_library_missing(paste: Paste) -> Iterator[Signal]:
     """The first line where ORT's own native library is what could not be loaded."""
     if "onnxruntime" not in paste.lowered:
@@ -62,6 +72,8 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
             continue  # a bare quoted name is .NET's DllImport only; "Package 'onnxruntime' not found" is pip's
         lib = main.group("lib") or main.group("bare")
         attributes: dict[str, str | int] = {"platform": _platform(lib, line)}
+        if any(_DEPENDENCY.search(text) for text in paste.lines[index : index + 3]):
+            attributes["evidence"] = "dependency"
         yield Signal(
             SignalKind.ORT_LIBRARY_MISSING, index, paste.starts[index] + main.start(), attributes, {"lib": lib}
         )

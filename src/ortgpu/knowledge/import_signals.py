@@ -139,6 +139,18 @@ _GPU_PACKAGE_LISTED = re.compile(
     r"^[\W_]{0,4}(?:Name:\s{0,3})?onnxruntime-gpu(?:\s{1,24}|==)v?\d{1,3}\.\d", re.I | re.M
 )
 
+_GPU_PROVIDER_LISTED = re.compile(
+    r"\[[^\]\n]{0,200}?['\"](?P<ep>CUDA|Tensorrt|ROCM|Dml)ExecutionProvider['\"][^\]\n]{0,200}\]"
+    r"|get_device\(\)[^\n]{0,20}\n?[^\n]{0,20}?['\"`]GPU['\"`]",
+    re.IGNORECASE,
+)
+_WRAPPER_DENIAL = re.compile(
+    r"\b(?:onnx ?runtime|ort)\b[`'\"]?\s{1,3}(?:is |was )?not (?:installed|available|found|detected)"
+    r"|\bwants? (?:me )?to install[^\n]{0,40}?\bonnxruntime\b(?![-_])"
+    r"|\bplease install[`'\"\s]{1,4}onnxruntime[`'\"]?(?![-_\w])",
+    re.IGNORECASE,
+)
+
 
 def wrapper_check(paste: Paste) -> Iterator[Signal]:
     """A wrapper refusing a GPU provider while the paste shows no CPU package next to the GPU one."""
@@ -150,6 +162,17 @@ def wrapper_check(paste: Paste) -> Iterator[Signal]:
             return  # optimum's "conflicting install" with no listing: the two packages (FM-01) stay the reading
         if m and "available execution providers are" not in line:
             values = {"provider": m.group("ep") or "CUDAExecutionProvider"}
+            yield Signal(SignalKind.WRAPPER_CHECK, index, paste.starts[index] + m.start(), {}, values)
+            return
+    # onnxruntime itself lists a GPU provider (or get_device() says GPU), yet a wrapper says onnxruntime is missing or
+    # asks for the CPU package: the wrapper's test (a distribution name, a file) misfires on a working GPU install
+    listed = _GPU_PROVIDER_LISTED.search(paste.joined[:200_000])
+    if listed is None:
+        return
+    for index, line in enumerate(paste.lines):
+        m = _WRAPPER_DENIAL.search(line)
+        if m:
+            values = {"provider": listed.group("ep") or "CUDAExecutionProvider"}
             yield Signal(SignalKind.WRAPPER_CHECK, index, paste.starts[index] + m.start(), {}, values)
             return
 

@@ -122,17 +122,26 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
 def _superseded_warnings(found: list[Hit], paste: Paste) -> set[str]:
     """Hits that rest only on lines ORT logged as warnings ("Failed to create TensorrtExecutionProvider") when a
     model/input error comes after them: that error is what failed; the warnings are listed below it."""
-    if not paste.warned:
+    logged = paste.warned | _python_warnings(paste)
+    if not logged:
         return set()
-    warned = {h.entry.id: max(h.line_indices) for h in found if h.line_indices and set(h.line_indices) <= paste.warned}
+    warned = {h.entry.id: max(h.line_indices) for h in found if h.line_indices and set(h.line_indices) <= logged}
     if not warned:
         return set()
     errors = [
         min(h.line_indices)
         for h in found
-        if h.entry.family is Family.NOT_GPU and h.line_indices and not set(h.line_indices) <= paste.warned
+        if h.entry.family is Family.NOT_GPU and h.line_indices and not set(h.line_indices) <= logged
     ]
     return {eid for eid, last in warned.items() if any(first > last for first in errors)}
+
+
+# Python's warnings module ("<file>:56: UserWarning: Specified provider ..."): a warning, as ORT's [W:] lines are
+_PY_WARNING = re.compile(r"\b(?:User|Runtime|Deprecation|Future)Warning:\s")
+
+
+def _python_warnings(paste: Paste) -> frozenset[int]:
+    return frozenset(i for i, line in enumerate(paste.lines) if "Warning:" in line and _PY_WARNING.search(line))
 
 
 # the user's own sentences: first person, or "this issue"; a line of tool output carries none of these

@@ -20,11 +20,15 @@ __all__ = ["op_shape_errors", "unimplemented_variants"]
 _STATUS = re.compile(
     r"while running (?P<op>[A-Za-z]\w{0,60}) node\.?\s{0,3}Name\s{0,3}:\s{0,3}'(?P<node>[^'\n]{0,300})'"
     r"\s{0,3}Status Message:\s{0,3}(?P<msg>[^\n]{0,600})"
+    # older releases: "while running Node: ZipMap Status Message: ..." (the node's name only)
+    r"|while running Node:\s{0,3}(?P<node2>[^\s:]{1,300})\s{1,3}Status Message:\s{0,3}(?P<msg2>[^\n]{0,600})"
 )
 # what a kernel says when the data's shape or an index does not fit: ORT's CPU kernels' recurring words
 _SHAPE_WORDS = re.compile(
     r"\b(?:shape|dims?|dimensions?|num_dims|rank|axis|axes|broadcast\w{0,3}|indices|index|idx|out of (?:range|bounds)"
-    r"|mismatch\w{0,3}|features?|channels?|(?:\d{1,2}[- ]?)?dimensional|\d-?D|scalar)\b",
+    r"|mismatch\w{0,3}|features?|channels?|(?:\d{1,2}[- ]?)?dimensional|\d-?D|scalar|indices?)\b"
+    # two counts compared and found different: "features_per_batch[1] != number of classlabels[5]"
+    r"|\w\[-?\d{1,9}\]\s{0,2}!=\s{0,2}\w",
     re.IGNORECASE,
 )
 # a graph the session cannot run as built (an If/Loop/Scan subgraph without output shapes, an invalid model): NG-11
@@ -41,18 +45,48 @@ _GPU_STACK = re.compile(
 )
 
 
+# onnxruntime saying a GPU provider is NOT there: the run that failed was on the CPU, so the GPU stack is not involved
+_NO_GPU_PROVIDER = re.compile(
+    r"Specified provider '\w{1,40}' is not in available provider names|^\s{0,8}\S{0,40}Available providers:"
+    r"|\bUserWarning: Specified provider",
+    re.IGNORECASE,
+)
+# ops whose kernels fail on the data's shape even with an empty status message (a C# app shows none)
+_SHAPE_OPS = frozenset(
+    "Reshape Expand Concat Split Slice Gather GatherND GatherElements ScatterND ScatterElements Tile Squeeze Unsqueeze"
+    " Transpose Flatten Pad MatMul Gemm Where Range ConstantOfShape".split()
+)
+
+
+def _parts(m: re.Match[str]) -> tuple[str, str, str]:
+    """The op, node name and status message of a _STATUS match (an old-format line names the node only)."""
+    if m.group("op"):
+        return m.group("op"), m.group("node"), m.group("msg") or ""
+    return m.group("node2"), m.group("node2"), m.group("msg2") or ""
+
+
+def _names_gpu_stack(paste: Paste) -> bool:
+    """Whether the paste names the GPU stack other than in onnxruntime's warning that a GPU provider is absent."""
+    if not _GPU_STACK.search(paste.joined[:200_000]):
+        return False
+    return any(_GPU_STACK.search(line) and not _NO_GPU_PROVIDER.search(line) for line in paste.lines)
+
+
 def op_shape_errors(paste: Paste) -> Iterator[Signal]:
     """A node's kernel rejecting the shapes or indices of its data, in a paste that names no GPU library."""
-    if "status message" not in paste.lowered or _GPU_STACK.search(paste.joined[:200_000]):
+    if "status message" not in paste.lowered or _names_gpu_stack(paste):
         return
     for index, line in enumerate(paste.lines):
         if "Status Message" not in line:
             continue
         m = _STATUS.search(line)
-        msg = m.group("msg") if m else ""
-        if m is None or not _SHAPE_WORDS.search(msg) or _GRAPH_VALIDITY.search(msg) or _UNIMPLEMENTED.search(msg):
+        if m is None:
             continue
-        values = {"op": m.group("op"), "node": m.group("node")}
+        op, node, msg = _parts(m)
+        shaped = _SHAPE_WORDS.search(msg) or (not msg.strip() and op in _SHAPE_OPS)
+        if not shaped or _GRAPH_VALIDITY.search(msg) or _UNIMPLEMENTED.search(msg):
+            continue
+        values = {"op": op, "node": node}
         yield Signal(SignalKind.OP_SHAPE_ERROR, index, paste.starts[index] + m.start(), {}, values)
         return
 
@@ -88,11 +122,12 @@ def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         m = _STATUS.search(line) if "Status Message" in line else None
         null = _NULL_KERNEL.search(line)
-        if not null and (m is None or not _UNIMPLEMENTED.search(m.group("msg"))):
+        op, node, msg = _parts(m) if m else ("a node", "", "")
+        if not null and (m is None or not _UNIMPLEMENTED.search(msg)):
             continue
-        named = _KERNEL_FOR.search(m.group("msg")) if m else None
+        named = _KERNEL_FOR.search(msg) if m else None
         on_gpu = gpu or named is not None
-        values = {"op": m.group("op"), "node": m.group("node")} if m else {"op": "a node"}
+        values = {"op": op, "node": node} if m else {"op": "a node"}
         values["ep"] = "the GPU provider" if on_gpu else "the CPU (none named)"
         attributes: dict[str, str | int] = {"ep": "gpu" if on_gpu else "cpu", "op": values["op"]}
         position = paste.starts[index] + (m.start() if m else null.start() if null else 0)

@@ -520,7 +520,8 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
     for index, line in enumerate(paste.lines):
         if not build_done and trt_logged(paste, index):
             m = _TRT_ERROR.search(line)
-            bad = _TRT_PROFILE.search(line) or _TRT_UNSUPPORTED.search(line) or _TRT_OPTION.search(line)
+            text = " ".join(paste.lines[index : index + 2])  # TensorRT's message may sit on the logger's next line
+            bad = _TRT_PROFILE.search(text) or _TRT_UNSUPPORTED.search(text) or _TRT_OPTION.search(text)
             if m and not bad:
                 build_done = True
                 yield Signal(

@@ -42,14 +42,26 @@ _OPSET_TOO_NEW = re.compile(
     re.IGNORECASE,
 )
 
+# ORT's warning about a model stamped with a LEGACY opset (below 7): the opset complaints that follow it ("Transpose
+# optimizer failed: Unsupported ONNX opset") are about an old model, which still runs; not a model too new
+_OPSET_TOO_OLD = re.compile(
+    r"stamped with opset version \d{1,3} or above|Please upgrade your model to opset \d{1,3} or higher"
+    r"|this opset \d{1,3} model may run depending upon legacy support",
+    re.IGNORECASE,
+)
+
 
 def model_too_new(paste: Paste) -> Iterator[Signal]:
     """The first line where the runtime says the model's IR version or opset is past what it supports."""
     low = paste.lowered
     if "version" not in low and "opset" not in low:
         return
+    old = "legacy" in low or "upgrade your model" in low or "or above" in low
+    patterns = (("ir", _IR_TOO_NEW), ("opset", _OPSET_TOO_NEW))
+    if old and _OPSET_TOO_OLD.search(paste.joined[:200_000]):
+        patterns = patterns[:1]
     for index, line in enumerate(paste.lines):
-        for what, pattern in (("ir", _IR_TOO_NEW), ("opset", _OPSET_TOO_NEW)):
+        for what, pattern in patterns:
             m = pattern.search(line)
             if m is not None and not _GPU_WORDS.search(line[max(0, m.start() - 80) : m.end()]):
                 attributes: dict[str, str | int] = {"component": what}
