@@ -82,7 +82,7 @@ def test_lookup() -> None:
     assert lookup("FM-12").title.startswith("`libcudnn.so.9` missing")
     assert lookup("FM-09").merged_into == "FM-08"  # doctor can still use its own fix text
     with pytest.raises(UnknownFailureModeError):
-        lookup("FM-99")
+        lookup("FM-999")
 
 
 def test_every_family_and_severity_has_entries() -> None:

@@ -45,8 +45,8 @@ _OTHER_CULPRIT = re.compile(
 )
 
 
-# the library was found but its start-up failed or its own dependencies are missing: on Windows onnxruntime.dll needs
-# only the VC++ runtime and the system (FM-28), whatever the binding; "or one of its dependencies" decides nothing
+# onnxruntime.dll was found but its start-up failed or its own dependencies are missing: it needs only the VC++
+# runtime and the system (FM-28), whatever the binding; .NET's "or one of its dependencies" decides nothing
 _DEPENDENCY = re.compile(
     r"can't find dependent librar|cannot find dependent librar|\bdependent librar\w{0,3} (?:not found|missing)"
     r"|\b(?:WinError|error|error code)\s{0,3}:?\s{0,3}\[?1114\b|0x8007045A"
@@ -72,7 +72,10 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
             continue  # a bare quoted name is .NET's DllImport only; "Package 'onnxruntime' not found" is pip's
         lib = main.group("lib") or main.group("bare")
         attributes: dict[str, str | int] = {"platform": _platform(lib, line)}
-        if any(_DEPENDENCY.search(text) for text in paste.lines[index : index + 3]):
+        # onnxruntime.dll itself, not a binding's glue (onnxruntime4j_jni.dll, onnxruntime_binding.node), whose
+        # missing dependency is onnxruntime.dll: the binding's load (FM-82)
+        dependency = lib.lower() == "onnxruntime.dll" and _DEPENDENCY.search(" ".join(paste.lines[index : index + 3]))
+        if dependency:
             attributes["evidence"] = "dependency"
         yield Signal(
             SignalKind.ORT_LIBRARY_MISSING, index, paste.starts[index] + main.start(), attributes, {"lib": lib}

@@ -53,8 +53,11 @@ _NO_GPU_PROVIDER = re.compile(
 )
 # ops whose kernels fail on the data's shape even with an empty status message (a C# app shows none)
 _SHAPE_OPS = frozenset(
-    "Reshape Expand Concat Split Slice Gather GatherND GatherElements ScatterND ScatterElements Tile Squeeze Unsqueeze"
-    " Transpose Flatten Pad MatMul Gemm Where Range ConstantOfShape".split()
+    (
+        *("Reshape", "Expand", "Concat", "Split", "Slice", "Gather", "GatherND", "GatherElements", "ScatterND"),
+        *("ScatterElements", "Tile", "Squeeze", "Unsqueeze", "Transpose", "Flatten", "Pad", "MatMul", "Gemm", "Where"),
+        *("Range", "ConstantOfShape"),
+    )
 )
 
 

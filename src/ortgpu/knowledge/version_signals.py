@@ -57,7 +57,7 @@ def model_too_new(paste: Paste) -> Iterator[Signal]:
     if "version" not in low and "opset" not in low:
         return
     old = "legacy" in low or "upgrade your model" in low or "or above" in low
-    patterns = (("ir", _IR_TOO_NEW), ("opset", _OPSET_TOO_NEW))
+    patterns: tuple[tuple[str, re.Pattern[str]], ...] = (("ir", _IR_TOO_NEW), ("opset", _OPSET_TOO_NEW))
     if old and _OPSET_TOO_OLD.search(paste.joined[:200_000]):
         patterns = patterns[:1]
     for index, line in enumerate(paste.lines):
