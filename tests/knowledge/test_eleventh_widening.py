@@ -218,3 +218,20 @@ def test_a_missing_plugin_logged_under_the_tensorrt_logger_line_is_an_unsupporte
         "GetSupportedList graph_build.Resolve().IsOK() was false."
     )
     assert rule_top(text) == "FM-74"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$ python -c 'import onnxruntime as o; print(o.get_available_providers())'\n"
+        "['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']\n"
+        "$ python -c 'import tensorrt'\nModuleNotFoundError: No module named 'tensorrt'",
+        "ImportError: No module named tensorrt\nbut providers=['TensorrtExecutionProvider'] is what the app asks for",
+    ],
+)
+def test_a_listed_tensorrt_provider_without_tensorrt_installed(text: str) -> None:
+    assert rule_top(text) == "FM-60"
+
+
+def test_a_missing_tensorrt_module_without_the_tensorrt_provider_is_not_claimed() -> None:
+    assert rule_top("ModuleNotFoundError: No module named 'tensorrt'\nwhile importing torch2trt") != "FM-60"
