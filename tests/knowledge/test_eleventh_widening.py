@@ -235,3 +235,16 @@ def test_a_listed_tensorrt_provider_without_tensorrt_installed(text: str) -> Non
 
 def test_a_missing_tensorrt_module_without_the_tensorrt_provider_is_not_claimed() -> None:
     assert rule_top("ModuleNotFoundError: No module named 'tensorrt'\nwhile importing torch2trt") != "FM-60"
+
+
+def test_an_applications_guess_naming_tensorrt_is_not_tensorrts_own_error() -> None:
+    text = "[ERROR] Inference worker exited. This is probably a TensorRT/CUDA error, check your drivers."
+    assert rule_top(text) != "FM-75"
+
+
+def test_a_wrapper_saying_it_requires_onnxruntime_next_to_a_gpu_provider_list() -> None:
+    text = (
+        "In [3]: ort.get_available_providers()\nOut[3]: ['CUDAExecutionProvider', 'CPUExecutionProvider']\n"
+        "In [4]: pipe = Pipeline(backend='onnx')\nValueError: This backend requires onnxruntime. Install it first."
+    )
+    assert rule_top(text) == "FM-96"

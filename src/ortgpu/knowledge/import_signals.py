@@ -147,7 +147,8 @@ _GPU_PROVIDER_LISTED = re.compile(
 _WRAPPER_DENIAL = re.compile(
     r"\b(?:onnx ?runtime|ort)\b[`'\"]?\s{1,3}(?:is |was )?not (?:installed|available|found|detected)"
     r"|\bwants? (?:me )?to install[^\n]{0,40}?\bonnxruntime\b(?![-_])"
-    r"|\bplease install[`'\"\s]{1,4}onnxruntime[`'\"]?(?![-_\w])",
+    r"|\bplease install[`'\"\s]{1,4}onnxruntime[`'\"]?(?![-_\w])"
+    r"|\brequires? (?:the )?[`'\"]?onnxruntime[`'\"]?(?![-_\w])(?! ?[<>=])",
     re.IGNORECASE,
 )
 

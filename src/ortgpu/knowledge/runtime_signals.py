@@ -19,9 +19,17 @@ __all__ = ["CUDA_ONLY_OPS", "library_statuses", "missing_kernels", "no_wheel", "
 _TRT_LINE = re.compile(r"tensorrt|\btrt\b|\[TRT\]|tactic|IBuilder|nvinfer|\bmyelin\b", re.IGNORECASE)
 
 
+# an application's guess about what failed ("This is likely a fatal TensorRT/CUDA error") is not TensorRT's output
+_HEDGED = re.compile(r"\b(?:likely|probably|possibly|perhaps|may be|might be|could be)\b", re.IGNORECASE)
+
+
 def trt_logged(paste: Paste, index: int) -> bool:
-    """Whether a line is TensorRT's own output: logged through ORT's TensorRT logger, or naming TensorRT."""
-    return paste.origin_of(index).startswith("tensorrt") or bool(_TRT_LINE.search(paste.lines[index]))
+    """Whether a line is TensorRT's own output: logged through ORT's TensorRT logger, or naming TensorRT (and not
+    an application's hedged guess about it)."""
+    if paste.origin_of(index).startswith("tensorrt"):
+        return True
+    line = paste.lines[index]
+    return bool(_TRT_LINE.search(line)) and not _HEDGED.search(line)
 
 
 # ---------------------------------------------------------------- cuBLAS and CUDA runtime statuses
