@@ -273,7 +273,9 @@ def _markdown(doc: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, e in doc["per_set"].items():
-        cells = [f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-" for m in ("kb_words", "augmented", "knn", "agree")]
+        cells = [
+            f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-" for m in ("kb_words", "augmented", "knn", "agree")
+        ]
         a = e.get("augmented")
         pc = f"{a['precision']:.0%}, {a['coverage']:.0%}" if a and a["precision"] is not None else "-"
         cells.insert(2, pc)

@@ -125,8 +125,16 @@ def _measure(measurement: tuple, kb_now: KnowledgeBase) -> dict:
         counts[f"{kind}_right"] += right
         if kind == "closest":
             counts["closest_right_then"] += bool(r["correct"])
-        details.append({"id": r["id"], "then": verdict, "then_got": r.get("got"), "expected": paste["expected"],
-                        "replay_got": got, "replay_right": right})
+        details.append(
+            {
+                "id": r["id"],
+                "then": verdict,
+                "then_got": r.get("got"),
+                "expected": paste["expected"],
+                "replay_got": got,
+                "replay_right": right,
+            }
+        )
     counts["correct_replay"] = (
         counts["correct_then"] - counts["closest_right_then"] + counts["silent_right"] + counts["closest_right"]
     )
@@ -144,8 +152,18 @@ def main(argv: list[str] | None = None) -> int:
     kb_now = load_knowledge_base()
     rows = [_measure(m, kb_now) for m in MEASUREMENTS]
     first = [r for r in rows if r["first_run"]]
-    keys = ("pastes", "correct_then", "correct_replay", "silent", "silent_offered", "silent_right", "closest",
-            "closest_right_then", "closest_offered", "closest_right")
+    keys = (
+        "pastes",
+        "correct_then",
+        "correct_replay",
+        "silent",
+        "silent_offered",
+        "silent_right",
+        "closest",
+        "closest_right_then",
+        "closest_offered",
+        "closest_right",
+    )
     doc = {
         "schema": 1,
         "command": f"python benchmarks/explain_examples_replay.py --out {args.out.as_posix()} --stamp {args.stamp}",
