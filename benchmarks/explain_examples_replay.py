@@ -195,7 +195,10 @@ def _markdown(doc: dict) -> str:
         "fallback built only from the sets committed before that set (a held-out half measured after development also "
         "learns from its dev half) answers, with the knowledge base of that time (git) less its examples from the "
         "paste's own issue. The rules' answers are not re-run. Row 13's closest leads came from the first learned "
-        "fallback already (sets 1-10), so that row replays the same kind of fallback.",
+        "fallback already (sets 1-10), so that row replays the same kind of fallback. Row 1's stored record "
+        "(`2026-12-01-cpu-explain-heldout.json`) was re-written after that set's first run (37/37 where the summary "
+        "says 33/37), so the totals below count 4 more right than the summary; it holds no silent paste or closest "
+        "lead, so the fallback's counts do not depend on it.",
         "",
         "| row | set | KB of | pastes | right then | silent | fallback offered / right there | closest leads "
         "(right then) | fallback offered / right there | right with replay |",
