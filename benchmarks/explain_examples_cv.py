@@ -46,6 +46,7 @@ SETS = {
     "eighth": ["explain_pastes_eighth.json"],
     "ninth": ["explain_pastes_ninth_dev.json", "explain_pastes_ninth_heldout.json"],
     "tenth": ["explain_pastes_tenth_dev.json", "explain_pastes_tenth_heldout.json"],
+    "eleventh": ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),
@@ -53,6 +54,8 @@ GRIDS = {
     # get leads, and on the CV a floor of 10 gains one right lead
     "augmented": ((15.0, 20.0, 25.0, 30.0, 40.0), (1.0, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5, 2.0)),
     "knn": ((5.0, 10.0, 15.0, 20.0, 30.0), (1.0, 1.3, 1.5, 2.0, 2.5, 3.0)),
+    # (a) offered only where (b)'s top entry is the same: two rankings of the labelled pastes must agree
+    "agree": ((15.0, 20.0, 25.0, 30.0, 40.0), (1.0, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5, 2.0)),
 }
 KNN_K = 5
 TARGET_PRECISION = 0.90  # the operating point: most right leads with pooled CV precision at least this
@@ -132,6 +135,10 @@ def _fold(name: str, kb_full: KnowledgeBase) -> list[dict]:
                 "runner_up": round(ranked[1][0], 3) if len(ranked) > 1 else 0.0,
                 "correct": top[1] in accepted,
             }
+        agree = dict(row["augmented"])
+        if row["knn"]["got"] != agree["got"]:
+            agree.update(got=None, correct=False)
+        row["agree"] = agree
         rows.append(row)
     return rows
 
@@ -242,7 +249,7 @@ def _markdown(doc: dict) -> str:
         f"`{doc['command']}` — ortgpu {doc['ortgpu']}, Python {doc['python']}, {doc['seconds']} s.",
         "",
         "The fallback alone (as if no rule fired) on every paste of each left-out set; examples built from the other "
-        "nine sets; the knowledge base without the examples taken from the left-out set's issues. Operating point: "
+        "sets; the knowledge base without the examples taken from the left-out set's issues. Operating point: "
         f"most right leads with pooled precision >= {doc['target_precision']:.0%}.",
         "",
         "| ranking | threshold | margin | pastes | offered (coverage) | right | wrong | precision |",
@@ -261,11 +268,17 @@ def _markdown(doc: dict) -> str:
         "recognise, and how many of those the augmented fallback gets right — optimistic, since the rules were "
         "developed on every one of these sets.",
         "",
-        "| set | pastes | kb words | augmented | knn | rules silent | augmented right there |",
-        "|---|---|---|---|---|---|---|",
+        "| set | pastes | kb words | augmented | augmented precision, coverage | knn | agree | rules silent | "
+        "augmented right there |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, e in doc["per_set"].items():
-        cells = [f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-" for m in ("kb_words", "augmented", "knn")]
+        cells = [
+            f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-" for m in ("kb_words", "augmented", "knn", "agree")
+        ]
+        a = e.get("augmented")
+        pc = f"{a['precision']:.0%}, {a['coverage']:.0%}" if a and a["precision"] is not None else "-"
+        cells.insert(2, pc)
         lines.append(
             f"| {name} | {e['pastes']} | {' | '.join(cells)} | {e['rules_do_not_recognise']} | "
             f"{e.get('augmented_right_where_rules_silent', '-')} |"

@@ -139,3 +139,19 @@ def test_an_unused_prestarted_child_is_ended(tmp_path) -> None:
     assert _children() - before
     child.cancel()
     assert _children() <= before
+
+
+_SLOW_TEARDOWN = "#include <unistd.h>\n__attribute__((destructor)) static void teardown(void) { sleep(5); }\n"
+
+
+@pytest.mark.parametrize("prestarted", [False, True])
+def test_the_child_ends_once_it_has_reported_without_the_libraries_teardown(tmp_path, prestarted) -> None:
+    # a CUDA context and ORT's statics are torn down at a normal exit (a quarter second on the H200): the doctor must
+    # not wait for what happens after the child has said all it has to say
+    libs = _providers(tmp_path, [], source=_SLOW_TEARDOWN)
+    env = {"PATH": os.environ.get("PATH", "")}
+    child = {"child": PrestartedChild(None, env=env)} if prestarted else {}
+    result = attempt_load(libs, env=env, **child)
+    assert result.outcome is LoadOutcome.LOADED, result.error
+    assert set(libs) <= set(result.mapped)
+    assert result.duration_s < 4, f"{result.duration_s:.1f} s: the parent waited for the libraries' teardown"
