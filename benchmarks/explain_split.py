@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, default=DATA)
     parser.add_argument(
-        "--no-learn", action="store_true", help='mark both halves "learn": false (explain\'s examples skip them)'
+        "--no-learn",
+        action="store_true",
+        help='mark the dev half "learn": false too (the held-out half always is: explain\'s examples skip it)',
     )
     args = parser.parse_args(argv)
 
@@ -107,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             "schema": 1,
             "description": description,
-            **({"learn": False} if args.no_learn else {}),
+            # explain's learned examples must not see a held-out half (until it has been measured and is released)
+            **({"learn": False} if args.no_learn or split == "heldout" else {}),
             "new_labels": {k: v for k, v in new_labels.items() if k in used},
             "pastes": pastes,
         }
