@@ -48,6 +48,7 @@ ORDER = [
     ("ninth", ["explain_pastes_ninth_dev.json", "explain_pastes_ninth_heldout.json"]),
     ("tenth", ["explain_pastes_tenth_dev.json", "explain_pastes_tenth_heldout.json"]),
     ("eleventh", ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"]),
+    ("twelfth", ["explain_pastes_twelfth_dev.json"]),  # its held-out half is never read ("learn": false)
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -65,6 +66,7 @@ MEASUREMENTS = [
     ("11", "tenth", ["tenth-dev-before", "tenth-heldout-before"], None, [], True),
     ("12", "tenth", ["tenth-heldout"], None, ["explain_pastes_tenth_dev.json"], False),
     ("13", "eleventh", ["eleventh-dev-before", "eleventh-heldout-before"], None, [], True),
+    ("14", "twelfth", ["twelfth-dev-before"], None, [], True),  # the dev half only
 ]
 
 
@@ -216,7 +218,7 @@ def _markdown(doc: dict) -> str:
     closest_wrong = f["closest_offered"] - f["closest_right"]
     lines += [
         "",
-        f"Each paste at its first unseen run (rows 1-9, 11, 13): {f['pastes']} pastes, right then {f['correct_then']} "
+        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14): {f['pastes']} pastes, right then {f['correct_then']} "
         f"({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback {f['correct_replay']} "
         f"({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent ({f['silent']}): the fallback offered "
         f"{f['silent_offered']}, {f['silent_right']} right, {silent_wrong} wrong. Where the rules gave only a closest "
