@@ -1,9 +1,10 @@
 """Leave-one-set-out cross-validation of explain's fallback with labelled-paste examples (knowledge/examples.py).
 
-For each of the seen sets (the twelfth: its dev half only), the examples are built from the OTHER sets only, and the knowledge base loses the
-examples taken from the left-out set's issues (as benchmarks/explain_nearest.py does). The fallback ALONE (as if no
-rule fired) is scored on every paste of the left-out set, for three rankings: the knowledge base's words only (today),
-(a) each entry's document gaining the tokens of its labelled pastes, and (b) the k nearest labelled pastes voting.
+For each of the seen sets (the twelfth: its dev half only), the examples are built from the OTHER sets only, and the
+knowledge base loses the examples taken from the left-out set's issues (as benchmarks/explain_nearest.py does). The
+fallback ALONE (as if no rule fired) is scored on every paste of the left-out set, for these rankings: the knowledge
+base's words only, (a) each entry's document gaining the tokens of its labelled pastes, (b) the k nearest labelled
+pastes voting, and (a) with structural features of some kinds (knowledge/examples.py features(): feat_*).
 For each threshold and margin: pastes offered a lead (coverage) and how many of those are right (precision). The
 operating point is picked on the pooled CV counts. Also, per left-out set: the pastes the rules do not recognise
 today and how many of those the chosen fallback gets right (optimistic: the rules were developed on every set).
@@ -28,7 +29,7 @@ from explain_nearest import UNRELATED, _without_same_issue
 from ortgpu import __version__
 from ortgpu.knowledge import load_knowledge_base
 from ortgpu.knowledge.base import KnowledgeBase
-from ortgpu.knowledge.examples import Examples, build_examples, entry_documents
+from ortgpu.knowledge.examples import Example, Examples, build_examples, entry_documents, features
 from ortgpu.knowledge.matcher import find_hits
 from ortgpu.knowledge.nearest import rank, reports_failure, tokens
 from ortgpu.knowledge.paste import prepare
@@ -59,6 +60,15 @@ GRIDS = {
     # (a) offered only where (b)'s top entry is the same: two rankings of the labelled pastes must agree
     "agree": ((15.0, 20.0, 25.0, 30.0, 40.0), (1.0, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5, 2.0)),
 }
+# (a) with structural features (knowledge/examples.py features()) in the documents and the query, by kind of feature
+FEATURE_VARIANTS = {
+    "feat_sig": ("sig:",),
+    "feat_lib": ("lib:",),
+    "feat_sig_lib": ("sig:", "lib:"),
+    "feat_all": ("sig:", "lib:", "op:", "binding:"),
+}
+for _variant in FEATURE_VARIANTS:
+    GRIDS[_variant] = GRIDS["augmented"]
 KNN_K = 5
 TARGET_PRECISION = 0.90  # the operating point: most right leads with pooled CV precision at least this
 
@@ -106,6 +116,17 @@ def _knn(text: str, examples: Examples, kb: KnowledgeBase) -> list[tuple[float, 
     return sorted(((v, e) for e, v in votes.items()), key=lambda x: (-x[0], x[1]))
 
 
+def _kept(words: list[str] | tuple[str, ...], prefixes: tuple[str, ...]) -> list[str]:
+    """Plain words, and the features of these kinds."""
+    return [w for w in words if ":" not in w or w.startswith(prefixes)]
+
+
+def _only(examples: Examples, prefixes: tuple[str, ...]) -> Examples:
+    """The featured examples with only these kinds of feature."""
+    kept = tuple(Example(e.entry, tuple(_kept(e.tokens, prefixes))) for e in examples.examples)
+    return Examples(examples.built_from, kept, prefixes)
+
+
 def _fold(name: str, kb_full: KnowledgeBase) -> list[dict]:
     left_out = _pastes(SETS[name])
     others = [f for s, files in SETS.items() if s != name for f in files]
@@ -114,6 +135,8 @@ def _fold(name: str, kb_full: KnowledgeBase) -> list[dict]:
         kb = _without_same_issue(kb, paste)
     examples = build_examples(_labelled(_pastes(others), kb), kb, others)
     extra = entry_documents(examples, kb)
+    featured = build_examples(_labelled(_pastes(others), kb), kb, others, FEATURE_VARIANTS["feat_all"])
+    extras = {v: entry_documents(_only(featured, prefixes), kb) for v, prefixes in FEATURE_VARIANTS.items()}
     rows = []
     for paste in left_out:
         text = prepare(paste["text"]).joined
@@ -125,10 +148,15 @@ def _fold(name: str, kb_full: KnowledgeBase) -> list[dict]:
             "rules_recognise": bool(find_hits(prepare(paste["text"]), kb_full)),
         }
         accepted = _accepted(paste["expected"], kb)
+        feats = features(prepare(paste["text"]))
         for method, ranked in (
             ("kb_words", [(s, e.id) for s, e, _ in rank(text, kb)]),
             ("augmented", [(s, e.id) for s, e, _ in rank(text, kb, extra)]),
             ("knn", _knn(text, examples, kb)),
+            *(
+                (v, [(s, e.id) for s, e, _ in rank(text, kb, extras[v], _kept(feats, FEATURE_VARIANTS[v]))])
+                for v in FEATURE_VARIANTS
+            ),
         ):
             top = ranked[0] if ranked else (0.0, None)
             row[method] = {

@@ -29,7 +29,7 @@ from explain_nearest import _without_same_issue
 from ortgpu import __version__
 from ortgpu.knowledge import load_knowledge_base
 from ortgpu.knowledge.base import KnowledgeBase
-from ortgpu.knowledge.examples import MARGIN, THRESHOLD, build_examples, entry_documents
+from ortgpu.knowledge.examples import FEATURES, MARGIN, THRESHOLD, build_examples, entry_documents, features_of
 from ortgpu.knowledge.nearest import nearest
 from ortgpu.knowledge.paste import prepare
 
@@ -89,7 +89,7 @@ def _kb_then(record: Path, kb_now: KnowledgeBase) -> tuple[KnowledgeBase, str]:
         return kb_now, "current"
 
 
-def _measure(measurement: tuple, kb_now: KnowledgeBase) -> dict:
+def _measure(measurement: tuple, kb_now: KnowledgeBase, point: tuple[float, float, tuple[str, ...]]) -> dict:
     row_id, name, records, split, extra_files, first = measurement
     before = [f for s, files in ORDER[: [s for s, _ in ORDER].index(name)] for f in files] + list(extra_files)
     texts = {p["id"]: p for p in _pastes(dict(ORDER)[name])}
@@ -98,7 +98,8 @@ def _measure(measurement: tuple, kb_now: KnowledgeBase) -> dict:
     stored = [r for r in stored if split is None or r.get("split") == split]
     kb_then, version = _kb_then(_record(records[0]), kb_now)
     out["knowledge_base"] = version
-    examples = build_examples(_labelled(_pastes(before), kb_then), kb_then, before) if before else None
+    threshold, margin, prefixes = point
+    examples = build_examples(_labelled(_pastes(before), kb_then), kb_then, before, prefixes) if before else None
     extra = entry_documents(examples, kb_then) if examples else {}
     counts = {
         "pastes": len(stored),
@@ -118,7 +119,9 @@ def _measure(measurement: tuple, kb_now: KnowledgeBase) -> dict:
             continue
         paste = texts[r["id"]]
         kb = _without_same_issue(kb_then, paste)
-        found = nearest(prepare(paste["text"]).joined, kb, THRESHOLD, MARGIN, extra)
+        prepared = prepare(paste["text"])
+        more = features_of(prepared, prefixes)
+        found = nearest(prepared.joined, kb, threshold, margin, extra, more)
         got = found.entry.id if found else None
         right = got is not None and got in _accepted(paste["expected"], kb)
         kind = "silent" if verdict == "not_recognised" else "closest"
@@ -149,10 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--stamp", required=True)
+    parser.add_argument("--threshold", type=float, default=THRESHOLD, help="default: the shipped one")
+    parser.add_argument("--margin", type=float, default=MARGIN, help="default: the shipped one")
+    parser.add_argument(
+        "--features", nargs="*", default=list(FEATURES), help="kinds of feature, e.g. sig: lib: (default: shipped)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     kb_now = load_knowledge_base()
-    rows = [_measure(m, kb_now) for m in MEASUREMENTS]
+    point = (args.threshold, args.margin, tuple(args.features))
+    rows = [_measure(m, kb_now, point) for m in MEASUREMENTS]
     first = [r for r in rows if r["first_run"]]
     keys = (
         "pastes",
@@ -166,13 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         "closest_offered",
         "closest_right",
     )
+    options = f" --threshold {args.threshold} --margin {args.margin} --features {' '.join(args.features)}".rstrip()
     doc = {
         "schema": 1,
-        "command": f"python benchmarks/explain_examples_replay.py --out {args.out.as_posix()} --stamp {args.stamp}",
+        "command": f"python benchmarks/explain_examples_replay.py --out {args.out.as_posix()} --stamp {args.stamp}"
+        + options,
         "ortgpu": __version__,
         "python": platform.python_version(),
-        "threshold": THRESHOLD,
-        "margin": MARGIN,
+        "threshold": args.threshold,
+        "margin": args.margin,
+        "features": list(args.features),
         "first_runs": {k: sum(r[k] for r in first) for k in keys},
         "seconds": round(time.perf_counter() - start, 1),
         "measurements": rows,
@@ -218,8 +230,8 @@ def _markdown(doc: dict) -> str:
     closest_wrong = f["closest_offered"] - f["closest_right"]
     lines += [
         "",
-        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14): {f['pastes']} pastes, right then {f['correct_then']} "
-        f"({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback {f['correct_replay']} "
+        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14): {f['pastes']} pastes, right then "
+        f"{f['correct_then']} ({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback {f['correct_replay']} "
         f"({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent ({f['silent']}): the fallback offered "
         f"{f['silent_offered']}, {f['silent_right']} right, {silent_wrong} wrong. Where the rules gave only a closest "
         f"lead ({f['closest']}, {f['closest_right_then']} right then): it offered {f['closest_offered']}, "

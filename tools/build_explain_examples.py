@@ -23,7 +23,7 @@ from explain_heldout import NEW_LABEL_ENTRIES  # noqa: E402
 
 from ortgpu.knowledge import load_knowledge_base  # noqa: E402
 from ortgpu.knowledge.base import KnowledgeBase  # noqa: E402
-from ortgpu.knowledge.examples import Examples, build_examples  # noqa: E402
+from ortgpu.knowledge.examples import FEATURES, Examples, build_examples  # noqa: E402
 
 # a set kept as an unseen test carries "learn": false (benchmarks/explain_split.py --no-learn); it is never learnt from
 LEARN_KEY = "learn"
@@ -57,7 +57,7 @@ def labelled(names: list[str], kb: KnowledgeBase) -> list[tuple[str, str]]:
 
 def build(names: list[str], kb: KnowledgeBase | None = None) -> Examples:
     kb = kb or load_knowledge_base()
-    return build_examples(labelled(names, kb), kb, names)
+    return build_examples(labelled(names, kb), kb, names, FEATURES)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -103,7 +103,8 @@ def explain(text: str, kb: KnowledgeBase | None = None, *, closest: bool = True)
     hits = find_hits(paste, kb)
     guessed = False
     if not hits and closest:
-        near = closest_hit(paste, kb, examples.shipped_documents(kb), examples.THRESHOLD, examples.MARGIN)
+        more = examples.shipped_features(paste)
+        near = closest_hit(paste, kb, examples.shipped_documents(kb), examples.THRESHOLD, examples.MARGIN, more)
         hits, guessed = ((near,), True) if near is not None else ((), False)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package

@@ -1,7 +1,8 @@
 """What explain's fallback learns from real labelled pastes: their informative tokens, per knowledge-base entry.
 
 The packaged data/explain_examples.json holds, for each labelled paste of the seen benchmark sets, the entry it was
-labelled with and its informative tokens (knowledge/nearest.py's tokens()), kept only when a token occurs in at
+labelled with and its informative tokens (knowledge/nearest.py's tokens()) and structural features (features(): the
+signal kinds explain extracts, shared libraries by base name and major version), kept only when a token occurs in at
 least MIN_PASTES different pastes or in the knowledge base's own words: no user names, random ids or paths, and no
 texts. When no rule fires, each entry's BM25 document gains the tokens of its labelled pastes (entry_documents), and
 the closest entry is offered above THRESHOLD and MARGIN (calibrated by leave-one-set-out cross-validation,
@@ -11,7 +12,9 @@ benchmarks/explain_examples_cv.py).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,9 +23,11 @@ from pathlib import Path
 
 from ortgpu.knowledge.base import KnowledgeBase
 from ortgpu.knowledge.nearest import tokens, vocabulary
-from ortgpu.knowledge.paste import prepare
+from ortgpu.knowledge.paste import Paste, prepare
+from ortgpu.knowledge.signals import extract_signals, failing_nodes
 
 __all__ = [
+    "FEATURES",
     "MARGIN",
     "MIN_PASTES",
     "SCHEMA",
@@ -31,14 +36,22 @@ __all__ = [
     "Examples",
     "build_examples",
     "entry_documents",
+    "features",
+    "features_of",
     "load_examples",
     "shipped_documents",
+    "shipped_features",
 ]
 
 SCHEMA = 1
 MIN_PASTES = 2  # a token from fewer pastes than this (and not in the knowledge base's words) is dropped
 THRESHOLD = 15.0  # the augmented score floor: today's (on the CV a floor of 10 gains one lead)
-MARGIN = 1.25  # over the runner-up, by leave-one-set-out CV on eleven sets: 279 right of 310 offered, 90.0%
+# the kinds of features() the shipped examples are built with (tools/build_explain_examples.py), by the CV: signal kinds
+# and their attributes, and shared libraries by base name and major version (op names and bindings add nothing)
+FEATURES: tuple[str, ...] = ("sig:", "lib:")
+# over the runner-up, by leave-one-set-out CV on twelve sets (the twelfth: its dev half) with FEATURES: 399 right of 439
+# offered, 90.9% (without features the best point, 20 / 1.2, gets 318 right of 353)
+MARGIN = 1.15
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,7 @@ class Examples:
 
     built_from: tuple[str, ...]
     examples: tuple[Example, ...]
+    features: tuple[str, ...] = ()  # the kinds of features() in the tokens (by prefix): a query must carry them too
 
     def to_json(self) -> dict:
         return {
@@ -63,14 +77,60 @@ class Examples:
             "by tools/build_explain_examples.py",
             "built_from": list(self.built_from),
             "min_pastes": MIN_PASTES,
+            "features": list(self.features),
             "examples": [{"entry": e.entry, "tokens": list(e.tokens)} for e in self.examples],
         }
 
 
-def build_examples(labelled: Iterable[tuple[str, str]], kb: KnowledgeBase, built_from: Iterable[str]) -> Examples:
-    """Examples from (entry id, paste text) pairs: each paste's distinct informative tokens, less those that occur in
-    fewer than MIN_PASTES pastes and are not in the knowledge base's words. Deterministic (sorted)."""
-    raw = [(entry, frozenset(tokens(prepare(text).joined))) for entry, text in labelled]
+# a shared library named in a paste: libcublasLt.so.11 / cublasLt64_11.dll / cudnn_ops_infer64_8.dll
+_SO = re.compile(r"\blib([A-Za-z][A-Za-z0-9_+-]{1,60}?)\.so(?:\.(\d{1,3}))?\b")
+_DLL = re.compile(r"\b([A-Za-z][A-Za-z0-9_+-]{1,60}?)(?:64)?(?:_(\d{1,3}))?\.dll\b", re.IGNORECASE)
+# the binding a paste comes from, by its stack frames and package names
+_BINDINGS = (
+    ("python", re.compile(r'File "[^"\n]{1,300}\.py", line \d|Traceback \(most recent call last\)')),
+    ("csharp", re.compile(r"Microsoft\.ML\.OnnxRuntime|\.cs:line \d|System\.\w+Exception")),
+    ("java", re.compile(r"ai\.onnxruntime\.|\.java:\d|OrtException")),
+    ("javascript", re.compile(r"onnxruntime-(?:web|node|react-native)|\.m?js:\d|\bwasm\b", re.IGNORECASE)),
+    ("rust", re.compile(r"\bort::|\.rs:\d|cargo\b")),
+    ("cpp", re.compile(r"Ort::|OrtApi|\.(?:cpp|cc|hpp):\d")),
+)
+MAX_FEATURES = 64
+
+
+def features(paste: Paste) -> list[str]:
+    """Structural features of a paste, as tokens no word can be (they hold ':' or '@'): the signal kinds explain
+    extracts and their attributes (knowledge/signals.py), shared libraries by base name and major version, the op ORT
+    names as failing, and the binding. Bounded (MAX_FEATURES)."""
+    out: list[str] = []
+    for signal in extract_signals(paste):
+        kind = signal.kind.value
+        out.append(f"sig:{kind}")
+        out += [f"sig:{kind}:{k}={str(v).lower()}" for k, v in sorted(signal.attributes.items()) if k != "name"]
+    text = paste.joined[:20_000]
+    for m in itertools.islice(itertools.chain(_SO.finditer(text), _DLL.finditer(text)), 32):
+        base = re.sub(r"[^a-z0-9]", "", m.group(1).lower())
+        if base:
+            out.append(f"lib:{base}")
+            if m.group(2):
+                out.append(f"lib:{base}@{m.group(2)}")
+    out += [f"op:{node.op.lower()}" for node in failing_nodes(paste)[:8]]
+    out += [f"binding:{name}" for name, pattern in _BINDINGS if pattern.search(text)]
+    return list(dict.fromkeys(out))[:MAX_FEATURES]
+
+
+def features_of(paste: Paste, kinds: tuple[str, ...]) -> list[str]:
+    """The paste's features of these kinds (prefixes such as "sig:"); none without kinds."""
+    return [f for f in features(paste) if f.startswith(kinds)] if kinds else []
+
+
+def build_examples(
+    labelled: Iterable[tuple[str, str]], kb: KnowledgeBase, built_from: Iterable[str], kinds: tuple[str, ...] = ()
+) -> Examples:
+    """Examples from (entry id, paste text) pairs: each paste's distinct informative tokens and its features of these
+    kinds, less those that occur in fewer than MIN_PASTES pastes and are not in the knowledge base's words.
+    Deterministic (sorted)."""
+    prepared = [(entry, prepare(text)) for entry, text in labelled]
+    raw = [(entry, frozenset(tokens(p.joined) + features_of(p, kinds))) for entry, p in prepared]
     df: Counter[str] = Counter()
     for _, words in raw:
         df.update(words)
@@ -80,7 +140,7 @@ def build_examples(labelled: Iterable[tuple[str, str]], kb: KnowledgeBase, built
     ]
     kept = [e for e in kept if e.tokens]
     kept.sort(key=lambda e: (e.entry, e.tokens))
-    return Examples(tuple(sorted(built_from)), tuple(kept))
+    return Examples(tuple(sorted(built_from)), tuple(kept), tuple(kinds))
 
 
 def load_examples(path: Path | None = None) -> Examples:
@@ -102,6 +162,7 @@ def _parse(text: str) -> Examples:
     return Examples(
         tuple(doc["built_from"]),
         tuple(Example(str(e["entry"]), tuple(str(t) for t in e["tokens"])) for e in doc["examples"]),
+        tuple(str(k) for k in doc.get("features", ())),
     )
 
 
@@ -130,3 +191,8 @@ def shipped_documents(kb: KnowledgeBase) -> Mapping[str, tuple[str, ...]]:
     documents = entry_documents(load_examples(), kb)
     _SHIPPED[id(kb)] = (kb, documents)
     return documents
+
+
+def shipped_features(paste: Paste) -> list[str]:
+    """The paste's features of the kinds the packaged examples were built with (the fallback's extra query terms)."""
+    return features_of(paste, load_examples().features)

@@ -274,11 +274,14 @@ def _build(kb: KnowledgeBase, extra: Extra | None = None) -> _Index:
     return _Index(entries, counts, lengths, sum(lengths) / max(n, 1), idf)
 
 
-def rank(text: str, kb: KnowledgeBase, extra: Extra | None = None) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
+def rank(
+    text: str, kb: KnowledgeBase, extra: Extra | None = None, more: Sequence[str] = ()
+) -> list[tuple[float, FailureMode, tuple[str, ...]]]:
     """Every entry with a positive BM25 score for the paste, best first, with the terms that scored most. `extra`
-    adds words to entries' documents (by entry id)."""
+    adds words to entries' documents (by entry id); `more` adds terms to the query (structural features)."""
     index = _index(kb, extra)
     query = list(dict.fromkeys(t for t in tokens(text) if t in index.idf))[:MAX_QUERY_TOKENS]
+    query += [t for t in dict.fromkeys(more) if t in index.idf and t not in query][:MAX_QUERY_TOKENS]
     scored = []
     for entry, counts, length in zip(index.entries, index.counts, index.lengths, strict=True):
         norm = _K1 * (1 - _B + _B * length / index.average)
@@ -314,12 +317,13 @@ def nearest(
     threshold: float = THRESHOLD,
     margin: float = MARGIN,
     extra: Extra | None = None,
+    more: Sequence[str] = (),
 ) -> Nearest | None:
     """The closest entry when the text reports a failure and the entry scores at least `threshold` and `margin` times
     the runner-up; else None."""
     if not reports_failure(text):
         return None
-    ranked = rank(text, kb, extra)
+    ranked = rank(text, kb, extra, more)
     if not ranked:
         return None
     score, entry, terms = ranked[0]
@@ -335,13 +339,14 @@ def closest_hit(
     extra: Extra | None = None,
     threshold: float = THRESHOLD,
     margin: float = MARGIN,
+    more: Sequence[str] = (),
 ) -> Hit | None:
     """The nearest entry as a low-confidence hit (how="closest"), on the paste's line that carries its best term."""
-    found = nearest(paste.joined, kb, threshold, margin, extra)
+    found = nearest(paste.joined, kb, threshold, margin, extra, more)
     if found is None:
         return None
     index = 0
-    for term in found.terms:
+    for term in (t for t in found.terms if ":" not in t):
         index = next((i for i, line in enumerate(paste.lines[:2000]) if term in line.lower()), -1)
         if index >= 0:
             break
