@@ -313,7 +313,21 @@ def _markdown(doc: dict) -> str:
             f"| {name} | {e['pastes']} | {' | '.join(cells)} | {e['rules_do_not_recognise']} | "
             f"{e.get('augmented_right_where_rules_silent', '-')} |"
         )
-    lines += ["", f"Unrelated texts offered a lead by the augmented ranking: {len(doc['unrelated_offered'])}.", ""]
+    silent = sum(e["rules_do_not_recognise"] for e in doc["per_set"].values())
+    right = {
+        m: sum(e.get(f"{m}_right_where_rules_silent", 0) for e in doc["per_set"].values())
+        for m, c in doc["chosen"].items()
+        if c.get("threshold") is not None
+    }
+    lines += [
+        "",
+        f"Right where today's rules are silent ({silent} pastes in all), by ranking at its chosen point: "
+        + ", ".join(f"{m} {n}" for m, n in right.items())
+        + ".",
+        "",
+        f"Unrelated texts offered a lead by the augmented ranking: {len(doc['unrelated_offered'])}.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -231,11 +231,11 @@ def _markdown(doc: dict) -> str:
     lines += [
         "",
         f"Each paste at its first unseen run (rows 1-9, 11, 13, 14): {f['pastes']} pastes, right then "
-        f"{f['correct_then']} ({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback {f['correct_replay']} "
-        f"({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent ({f['silent']}): the fallback offered "
-        f"{f['silent_offered']}, {f['silent_right']} right, {silent_wrong} wrong. Where the rules gave only a closest "
-        f"lead ({f['closest']}, {f['closest_right_then']} right then): it offered {f['closest_offered']}, "
-        f"{f['closest_right']} right, {closest_wrong} wrong.",
+        f"{f['correct_then']} ({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback "
+        f"{f['correct_replay']} ({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent "
+        f"({f['silent']}): the fallback offered {f['silent_offered']}, {f['silent_right']} right, {silent_wrong} "
+        f"wrong. Where the rules gave only a closest lead ({f['closest']}, {f['closest_right_then']} right then): it "
+        f"offered {f['closest_offered']}, {f['closest_right']} right, {closest_wrong} wrong.",
         "",
     ]
     return "\n".join(lines)
