@@ -298,20 +298,22 @@ def _markdown(doc: dict) -> str:
         "recognise, and how many of those the augmented fallback gets right — optimistic, since the rules were "
         "developed on every one of these sets.",
         "",
-        "| set | pastes | kb words | augmented | augmented precision, coverage | knn | agree | rules silent | "
-        "augmented right there |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| set | pastes | kb words | augmented | augmented precision, coverage | knn | agree | feat_sig_lib (shipped) "
+        "| rules silent | augmented right there | feat_sig_lib right there |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, e in doc["per_set"].items():
         cells = [
-            f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-" for m in ("kb_words", "augmented", "knn", "agree")
+            f"{e[m]['right']}/{e[m]['offered']}" if m in e else "-"
+            for m in ("kb_words", "augmented", "knn", "agree", "feat_sig_lib")
         ]
         a = e.get("augmented")
         pc = f"{a['precision']:.0%}, {a['coverage']:.0%}" if a and a["precision"] is not None else "-"
         cells.insert(2, pc)
         lines.append(
             f"| {name} | {e['pastes']} | {' | '.join(cells)} | {e['rules_do_not_recognise']} | "
-            f"{e.get('augmented_right_where_rules_silent', '-')} |"
+            f"{e.get('augmented_right_where_rules_silent', '-')} | "
+            f"{e.get('feat_sig_lib_right_where_rules_silent', '-')} |"
         )
     silent = sum(e["rules_do_not_recognise"] for e in doc["per_set"].values())
     right = {
