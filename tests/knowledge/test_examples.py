@@ -47,7 +47,9 @@ def with_examples(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
 
 
 def _synthetic(entry: str) -> Examples:
-    return Examples(("synthetic",), tuple(Example(entry, tuple(sorted((*INVENTED[i:], "cuda")))) for i in range(3)))
+    return Examples(
+        ("synthetic",), tuple(Example(entry, tuple(sorted((*INVENTED[i % 2 :], "cuda")))) for i in range(6))
+    )
 
 
 def test_the_shipped_examples_load_and_hold_no_token_from_a_single_paste() -> None:
@@ -118,7 +120,7 @@ def _library_examples(kinds: tuple[str, ...]) -> Examples:
     # eight pastes labelled FM-21 that named the (invented) library libzentrai.so.7
     return Examples(
         ("synthetic",),
-        tuple(Example("FM-21", ("lib:zentrai", "lib:zentrai@7", f"startupx{i}")) for i in range(8)),
+        tuple(Example("FM-21", ("lib:zentrai", "lib:zentrai@7", "startup", f"startupx{i}")) for i in range(8)),
         kinds,
     )
 
