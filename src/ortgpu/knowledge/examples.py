@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from ortgpu.knowledge.base import KnowledgeBase
-from ortgpu.knowledge.nearest import tokens, vocabulary
+from ortgpu.knowledge.nearest import MAX_QUERY_CHARS, tokens, vocabulary
 from ortgpu.knowledge.paste import Paste, prepare
 from ortgpu.knowledge.signals import extract_signals, failing_nodes
 
@@ -100,13 +100,15 @@ MAX_FEATURES = 64
 def features(paste: Paste) -> list[str]:
     """Structural features of a paste, as tokens no word can be (they hold ':' or '@'): the signal kinds explain
     extracts and their attributes (knowledge/signals.py), shared libraries by base name and major version, the op ORT
-    names as failing, and the binding. Bounded (MAX_FEATURES)."""
+    names as failing, and the binding; from the first MAX_QUERY_CHARS characters, at most MAX_FEATURES."""
+    if len(paste.joined) > MAX_QUERY_CHARS:  # as the words: the first screens carry the error
+        paste = prepare(paste.joined[:MAX_QUERY_CHARS])
     out: list[str] = []
     for signal in extract_signals(paste):
         kind = signal.kind.value
         out.append(f"sig:{kind}")
         out += [f"sig:{kind}:{k}={str(v).lower()}" for k, v in sorted(signal.attributes.items()) if k != "name"]
-    text = paste.joined[:20_000]
+    text = paste.joined
     for m in itertools.islice(itertools.chain(_SO.finditer(text), _DLL.finditer(text)), 32):
         base = re.sub(r"[^a-z0-9]", "", m.group(1).lower())
         if base:
