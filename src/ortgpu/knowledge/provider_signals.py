@@ -132,6 +132,12 @@ _ASKED_ON_LINE = re.compile(
 )
 _ASKED_GPU = re.compile(r"CUDAExecutionProvider|TensorrtExecutionProvider|\bcuda\b|\bgpu\b|device[=: ]{1,3}0", re.I)
 _ORT = re.compile(r"onnxruntime|\bort\b|ExecutionProvider|\.onnx\b|onnx", re.IGNORECASE)
+# user code looking the GPU provider up in what the session got (get_provider_options()[...], providers.index(...))
+# and not finding it: the session came up without that provider
+_GPU_LOOKUP_FAILED = re.compile(
+    r"\bKeyError:\s{0,3}\\?['\"](?P<ep>(?:CUDA|Tensorrt|ROCM|MIGraphX|Dml)ExecutionProvider)\\?['\"]"
+    r"|\bValueError:\s{0,3}['\"](?P<ep2>(?:CUDA|Tensorrt|ROCM|MIGraphX|Dml)ExecutionProvider)['\"] is not in list",
+)
 
 
 def silent_fallback(paste: Paste) -> Iterator[Signal]:
@@ -140,6 +146,11 @@ def silent_fallback(paste: Paste) -> Iterator[Signal]:
     if not _ORT.search(paste.joined) or not _ASKED_GPU.search(paste.joined):
         return
     for index, line in enumerate(paste.lines):
+        m = _GPU_LOOKUP_FAILED.search(line) if "Error" in line else None
+        if m:
+            values = {"session": f"without {m.group('ep') or m.group('ep2')}"}
+            yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, values)
+            return
         m = _SESSION_LIST.search(line)
         said = line[m.start() : m.start("list")].lower() if m else ""
         if m and "available" not in line[: m.start("list")].lower() and "providers=" not in said.replace(" ", ""):
