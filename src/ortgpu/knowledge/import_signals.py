@@ -206,16 +206,41 @@ def wrapper_check(paste: Paste) -> Iterator[Signal]:
 
 
 _DEFAULT_LOGGER = re.compile(r"Attempt to use DefaultLogger but none has been registered")
+_LOGGER_FRAME = re.compile(
+    r"^\s{0,8}(?:#|frame\s{0,2}#)?(?P<n>\d{1,2})?\b[^\n]{0,160}?\bonnxruntime::logging::"
+    r"(?P<fn>LoggingManager::(?:Log|DefaultLogger|SendProfileEvent)|Capture::~Capture|Logger::Log)\b"
+)
+_CRASHED = re.compile(
+    r"Segmentation fault|SIGSEGV|SIGABRT|Access violation|\bcore dumped\b|0xC0000005|exit(?:ed)? (?:with )?code 139"
+    r"|\bcrash(?:es|ed|ing)?\b",
+    re.IGNORECASE,
+)
 _DOTNET = re.compile(r"Microsoft\.ML\.OnnxRuntime|MakeSessionOption|\[ErrorCode:", re.IGNORECASE)
 
 
 def env_not_initialised(paste: Paste) -> Iterator[Signal]:
     """ORT's "no default logger": a binding (Rust `ort`, C/C++) called ORT before it created its environment.
     .NET's CUDA-provider form of the same text is the provider library failing to load (FM-79), left to it."""
-    if "defaultlogger" not in paste.lowered or _DOTNET.search(paste.joined[:200_000]):
+    if "logg" not in paste.lowered or _DOTNET.search(paste.joined[:200_000]):
         return
     for index, line in enumerate(paste.lines):
         m = _DEFAULT_LOGGER.search(line)
         if m:
             yield Signal(SignalKind.ENV_NOT_INITIALISED, index, paste.starts[index] + m.start(), {}, {})
+            return
+    # a crash whose innermost frames are ORT's logging manager: it logged through an environment already destroyed
+    # (an Ort::Env in an inner scope, a static torn down first) or never created
+    if "loggingmanager" not in paste.lowered and "capture::~capture" not in paste.lowered:
+        return
+    crashed = bool(_CRASHED.search(paste.joined[:200_000]))
+    for index, line in enumerate(paste.lines):
+        m = _LOGGER_FRAME.search(line)
+        if m and (crashed or int(m.group("n") or 9) <= 3):
+            yield Signal(
+                SignalKind.ENV_NOT_INITIALISED,
+                index,
+                paste.starts[index] + m.start(),
+                {},
+                {"crashed in": f"onnxruntime::logging::{m.group('fn')}"},
+            )
             return
