@@ -44,7 +44,13 @@ from ortgpu.knowledge.signal_kinds import (
     node_values,
 )
 from ortgpu.knowledge.statuses import cudnn_name
-from ortgpu.knowledge.usage_signals import installed_packages, provider_order, two_packages_in_prose, web_backend
+from ortgpu.knowledge.usage_signals import (
+    device_not_in_session,
+    installed_packages,
+    provider_order,
+    two_packages_in_prose,
+    web_backend,
+)
 from ortgpu.knowledge.version_signals import (
     SYMBOL_FAILURE,
     dll_init_failed,
@@ -623,6 +629,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         provider_typo(paste),
         web_backend(paste),
         provider_order(paste),
+        device_not_in_session(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
         device_says_cpu(paste),
