@@ -1,4 +1,5 @@
-"""Signals about which execution providers a paste asked for and got: builds for another EP, silent CPU fallback.
+"""Signals about which execution providers a paste asked for and got: builds for another EP, silent CPU fallback, the
+CUDA provider on a GPU that is not NVIDIA's.
 
 Split from knowledge/signals.py (the same rules hold: bounded patterns on the bounded lines of a Paste). The EP names
 are mapped to the pip package that carries each EP, so the answer can name the right package for the user's GPU.
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
-__all__ = ["EP_PACKAGES", "canonical_ep", "ep_package", "other_ep_build", "silent_fallback"]
+__all__ = ["EP_PACKAGES", "canonical_ep", "ep_package", "non_nvidia_gpu", "other_ep_build", "silent_fallback"]
 
 # The provider names users and apps write, as ORT's canonical EP name.
 _EP_ALIASES: dict[str, str] = {
@@ -169,3 +170,36 @@ def silent_fallback(paste: Paste) -> Iterator[Signal]:
         if m and not _NOT_THERE.search(line):
             yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, {"session": "CPU"})
             return
+
+
+# ---------------------------------------------------------------- the CUDA provider on a GPU that is not NVIDIA's
+
+# a CUDA translation layer (ZLUDA) or a GPU of another vendor named as the one in use, with no NVIDIA GPU named
+_TRANSLATION = re.compile(r"\bzluda\b", re.IGNORECASE)
+_OTHER_VENDOR_GPU = re.compile(
+    r"\b(?:AMD\s{1,3})?Radeon(?:\(TM\))?\s{1,3}(?:RX|Pro|VII|Vega|\d{3,4}M?)\b|\bRX\s{0,2}[5-9]\d00\s{0,2}(?:XTX?|XT|GRE)?\b"
+    r"|\bIntel(?:\(R\))?\s{1,3}Arc\b",
+    re.IGNORECASE,
+)
+_NVIDIA_GPU = re.compile(r"\b(?:GeForce|Quadro|Tesla|Jetson|TITAN|RTX|GTX)\b|\bnvidia-smi\b", re.IGNORECASE)
+# what the CUDA provider does on such a machine: its CUDA/cuDNN/cuBLAS calls fail, or it fails to come up
+_CUDA_PATH_FAILED = re.compile(
+    r"CUDNN(?:_STATUS_\w{3,40}| failure)|CUBLAS(?:_STATUS_\w{3,40}| failure)|CUDA failure|cuda_call\.cc|CudaCall"
+    r"|Failed to create CUDAExecutionProvider|CUDAExecutionProvider|onnxruntime[-_]gpu|providers_cuda",
+    re.IGNORECASE,
+)
+
+
+def non_nvidia_gpu(paste: Paste) -> Iterator[Signal]:
+    """onnxruntime-gpu's CUDA provider running on a GPU that is not NVIDIA's: a CUDA translation layer (ZLUDA) passes
+    CUDA calls to an AMD GPU but cuDNN's fail, or an AMD/Intel GPU is the only one the paste names."""
+    text = paste.joined[:200_000]
+    if not _CUDA_PATH_FAILED.search(text):
+        return
+    translated = _TRANSLATION.search(text)
+    other = translated or (None if _NVIDIA_GPU.search(text) else _OTHER_VENDOR_GPU.search(text))
+    if other is None:
+        return
+    index = paste.line_index(other.start())
+    gpu = "an AMD GPU behind ZLUDA (a CUDA translation layer)" if translated else other.group(0)
+    yield Signal(SignalKind.NON_NVIDIA_GPU, index, other.start(), {}, {"gpu": gpu})

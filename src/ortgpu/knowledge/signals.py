@@ -26,7 +26,7 @@ from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
-from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
+from ortgpu.knowledge.provider_signals import non_nvidia_gpu, other_ep_build, silent_fallback
 from ortgpu.knowledge.runtime_signals import (
     CUDA_ONLY_OPS,
     library_statuses,
@@ -625,6 +625,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _fp16_overflow(paste),
         other_ep_build(paste),
         silent_fallback(paste),
+        non_nvidia_gpu(paste),
         slow_gpu(paste),
         provider_typo(paste),
         web_backend(paste),
