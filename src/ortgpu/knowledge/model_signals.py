@@ -113,10 +113,10 @@ _GPU_EP = re.compile(
     re.IGNORECASE,
 )
 _KERNEL_FOR = re.compile(r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b", re.IGNORECASE)
-# ops whose CPU kernel takes every rank while a GPU kernel is rank-limited (ORT's CUDA GridSample: "Only 4-D tensor is
-# supported", the CPU one does N-D from opset 20): a rank limit named by such an op is the GPU kernel's own text
+# ops whose CPU kernel takes more ranks than a GPU kernel (ORT's CUDA GridSample: "Only 4-D tensor is
+# supported", the CPU one says "Only 4-D or 5-D"): that rank limit named by such an op is the GPU kernel's own text
 _GPU_RANK_LIMITED = frozenset({"gridsample"})
-_RANK_LIMIT = re.compile(r"\bonly\s{1,3}\d-?D\b", re.IGNORECASE)
+_RANK_LIMIT = re.compile(r"\bonly\s{1,3}\d-?D\s{1,3}tensors?\s{1,3}(?:is|are)\s{1,3}supported", re.IGNORECASE)
 
 
 def unimplemented_variants(paste: Paste) -> Iterator[Signal]:

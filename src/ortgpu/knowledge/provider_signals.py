@@ -194,12 +194,13 @@ def non_nvidia_gpu(paste: Paste) -> Iterator[Signal]:
     """onnxruntime-gpu's CUDA provider running on a GPU that is not NVIDIA's: a CUDA translation layer (ZLUDA) passes
     CUDA calls to an AMD GPU but cuDNN's fail, or an AMD/Intel GPU is the only one the paste names."""
     text = paste.joined[:200_000]
-    if not _CUDA_PATH_FAILED.search(text):
+    failed = _CUDA_PATH_FAILED.search(text)
+    if failed is None:
         return
     translated = _TRANSLATION.search(text)
     other = translated or (None if _NVIDIA_GPU.search(text) else _OTHER_VENDOR_GPU.search(text))
     if other is None:
         return
-    index = paste.line_index(other.start())
+    index = paste.line_index(failed.start())  # the failure is the evidence shown; the GPU's name is what explains it
     gpu = "an AMD GPU behind ZLUDA (a CUDA translation layer)" if translated else other.group(0)
-    yield Signal(SignalKind.NON_NVIDIA_GPU, index, other.start(), {}, {"gpu": gpu})
+    yield Signal(SignalKind.NON_NVIDIA_GPU, index, failed.start(), {}, {"gpu": gpu})
