@@ -222,3 +222,45 @@ def test_the_cuda_provider_on_an_amd_or_intel_gpu_is_the_wrong_vendor(text: str)
 )
 def test_an_nvidia_gpu_named_or_no_cuda_provider_is_not_the_wrong_vendor(text: str) -> None:
     assert top_id(text) != "FM-101"
+
+
+# ---------------------------------------------------------------- 9. the session's own answer, asked in a REPL
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In [3]: s = ort.InferenceSession(p, providers=['TensorrtExecutionProvider', 'CUDAExecutionProvider'])\n"
+        "In [4]: s.get_providers()\nOut[4]: ['CPUExecutionProvider']",
+        ">>> session = onnxruntime.InferenceSession('net.onnx', providers=['CUDAExecutionProvider'])\n"
+        ">>> session.get_providers()\n['CPUExecutionProvider']",
+        "    assert 'CUDAExecutionProvider' in session.get_providers()\nAssertionError",
+    ],
+)
+def test_the_session_answering_without_the_gpu_provider_is_a_cpu_fallback(text: str) -> None:
+    assert top_id(text) == "FM-33"
+
+
+def test_the_session_answering_with_the_gpu_provider_is_not_a_fallback() -> None:
+    text = (
+        ">>> session = onnxruntime.InferenceSession('net.onnx', providers=['CUDAExecutionProvider'])\n"
+        ">>> session.get_providers()\n['CUDAExecutionProvider', 'CPUExecutionProvider']"
+    )
+    assert top_id(text) != "FM-33"
+
+
+# ---------------------------------------------------------------- 10. Java: a native method the JNI library lacks
+
+
+def test_a_native_method_of_the_java_classes_missing_is_the_bindings_native_library() -> None:
+    text = (
+        'Exception in thread "main" java.lang.UnsatisfiedLinkError: '
+        "ai.onnxruntime.OrtSession$SessionOptions.addCUDA(JJI)V\n"
+        "\tat ai.onnxruntime.OrtSession$SessionOptions.addCUDA(Native Method)"
+    )
+    assert top_id(text) == "FM-82"
+
+
+def test_an_unsatisfied_link_of_another_library_is_not_claimed_as_onnxruntimes() -> None:
+    text = "java.lang.UnsatisfiedLinkError: org.opencv.core.Mat.n_Mat()J\nonnxruntime 1.17 is on the classpath"
+    assert "FM-82" not in [m.id for m in explain(text, closest=False).matches]  # no rule (the fallback may guess)

@@ -141,11 +141,52 @@ _GPU_LOOKUP_FAILED = re.compile(
 )
 
 
+# the session's providers asked for in one line and answered in the next ones (a REPL, a notebook, print output), or
+# asserted to hold the GPU provider and the assertion failing
+_GET_PROVIDERS = re.compile(r"\bget_providers\s{0,2}\(\s{0,2}\)")
+_ANSWER_LIST = re.compile(r"^\s{0,8}(?:Out\[\d{1,4}\]:\s{0,3})?\[(?P<list>[^\[\]\n]{1,200})\]\s{0,3}$")
+_ASSERT_GPU = re.compile(
+    r"\bassert\b[^\n]{0,40}?['\"](?P<ep>(?:CUDA|Tensorrt|ROCM|MIGraphX|Dml)ExecutionProvider)['\"]\s{1,3}in\s{1,3}"
+    r"[^\n]{0,60}?get_providers\(\)"
+)
+
+
+def _answered_cpu_only(paste: Paste, index: int) -> int | None:
+    """The line (within three after ``index``) that answers a get_providers() call with a CPU-only list."""
+    for j in range(index + 1, min(len(paste.lines), index + 4)):
+        m = _ANSWER_LIST.match(paste.lines[j])
+        if m:
+            names = _listed(m.group("list"))
+            return j if names and set(names) <= {"CPU", "Azure"} else None
+    return None
+
+
+def _session_answers(paste: Paste) -> Iterator[Signal]:
+    for index, line in enumerate(paste.lines):
+        if "get_providers" not in line:
+            continue
+        m = _ASSERT_GPU.search(line)
+        if m and any("AssertionError" in x for x in paste.lines[index : index + 4]):
+            values = {"session": f"without {m.group('ep')}"}
+            yield Signal(SignalKind.SILENT_FALLBACK, index, paste.starts[index] + m.start(), {}, values)
+            return
+        if _GET_PROVIDERS.search(line) and "[" not in line[line.index("get_providers") :]:
+            j = _answered_cpu_only(paste, index)
+            if j is not None:
+                yield Signal(SignalKind.SILENT_FALLBACK, j, paste.starts[j], {}, {"session": "CPU only"})
+                return
+
+
 def silent_fallback(paste: Paste) -> Iterator[Signal]:
     """The session ended up on the CPU although a GPU provider was asked for or is compiled in, and the paste does not
     say why: the session's own provider list holds only the CPU, or an app says it falls back to the CPU."""
     if not _ORT.search(paste.joined) or not _ASKED_GPU.search(paste.joined):
         return
+    if "get_providers" in paste.joined:
+        answered = next(_session_answers(paste), None)
+        if answered is not None:
+            yield answered
+            return
     for index, line in enumerate(paste.lines):
         m = _GPU_LOOKUP_FAILED.search(line) if "Error" in line else None
         if m:
