@@ -264,3 +264,15 @@ def test_a_native_method_of_the_java_classes_missing_is_the_bindings_native_libr
 def test_an_unsatisfied_link_of_another_library_is_not_claimed_as_onnxruntimes() -> None:
     text = "java.lang.UnsatisfiedLinkError: org.opencv.core.Mat.n_Mat()J\nonnxruntime 1.17 is on the classpath"
     assert "FM-82" not in [m.id for m in explain(text, closest=False).matches]  # no rule (the fallback may guess)
+
+
+def test_a_stripped_linux_provider_load_failure_names_the_same_library_as_the_spaced_one() -> None:
+    spaced = (
+        "2024-05-01 10:00:00.123 [E:onnxruntime:Default, provider_bridge_ort.cc:1744 onnxruntime::TryGetProviderInfo_"
+        "CUDA] /src/provider_bridge_ort.cc:1426 onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : FAIL : "
+        "Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.12: cannot open shared "
+        "object file: No such file or directory"
+    )
+    stripped = spaced.replace(" ", "")
+    assert "with error:libcublasLt.so.12:cannot open shared object file:No such file" in repair(stripped)
+    assert top_id(stripped) == top_id(spaced) is not None

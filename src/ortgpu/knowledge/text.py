@@ -82,6 +82,11 @@ _STRIPPED_PHRASES = (
     "Attempt to use DefaultLogger but none has been registered",
     "is not a valid Win32 application",
     "Some nodes were not assigned to the preferred execution providers",
+    "with error",
+    "CUDA failure",
+    "CUDNN failure",
+    "CUBLAS failure",
+    "CUDA error",
 )
 _STRIPPED = re.compile("|".join(r"\s?".join(re.escape(w) for w in p.split()) for p in _STRIPPED_PHRASES), re.IGNORECASE)
 _SPACED = {p.replace(" ", "").lower(): p for p in _STRIPPED_PHRASES}
@@ -96,6 +101,7 @@ _LOG_PUNCTUATION = (
     (re.compile(r"\](?=[A-Za-z])"), "] "),
     (re.compile(r"(?<=\w)(?=\[ONNXRuntimeError\])"), " "),
     (re.compile(r"\[ONNXRuntimeError\]:(\d{1,2}):([A-Z_]{2,30}):"), r"[ONNXRuntimeError] : \1 : \2 : "),
+    (re.compile(r"(?<=[a-z0-9_])node\.Name:"), " node. Name:"),
 )
 _LOCALISED = re.compile("|".join(re.escape(p) for p in sorted(LOCALISED_PHRASES, key=len, reverse=True)))
 _SQUEEZE_TABLE = {ord(c): None for c in " \t\r\n\f\v\u00a0\u3000"}
@@ -123,8 +129,15 @@ def _respace(line: str) -> str:
         return line
     for pattern, spaced in _LOG_PUNCTUATION:
         line = pattern.sub(spaced, line)
-    line = _STRIPPED.sub(lambda m: " " + _SPACED.get(re.sub(r"\s", "", m.group(0)).lower(), m.group(0)) + " ", line)
-    return re.sub(r" {2,}", " ", line).strip()
+    return re.sub(r" {2,}", " ", _STRIPPED.sub(_spaced_phrase, line)).strip()
+
+
+def _spaced_phrase(m: re.Match[str]) -> str:
+    """A stripped phrase with its spaces, set off from the letters or digits glued to it (not from punctuation)."""
+    text = m.string
+    before = " " if m.start() and text[m.start() - 1].isalnum() else ""
+    after = " " if m.end() < len(text) and text[m.end()].isalnum() else ""
+    return before + _SPACED.get(re.sub(r"\s", "", m.group(0)).lower(), m.group(0)) + after
 
 
 def _unspace(line: str) -> str:
