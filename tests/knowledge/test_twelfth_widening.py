@@ -11,6 +11,12 @@ from tests.support.explain_top import top_id
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.text import repair
 
+
+def rule_ids(text: str) -> list[str]:
+    """Every entry the rules give (the learned closest-entry fallback left out: it may guess anything)."""
+    return [m.id for m in explain(text, closest=False).matches]
+
+
 # ---------------------------------------------------------------- 1. an ORT log pasted with its spaces stripped
 
 
@@ -122,7 +128,7 @@ def test_a_crash_in_the_logging_manager_is_an_environment_gone_or_missing(trace:
 
 def test_the_logging_manager_deep_in_a_trace_without_a_crash_is_not_claimed() -> None:
     text = "#12 0x0000 in onnxruntime::logging::LoggingManager::Log(std::string const&) const ()\nall good otherwise"
-    assert top_id(text) != "FM-97"
+    assert "FM-97" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 5. the GPU provider looked up and not there
@@ -146,7 +152,7 @@ def test_a_failed_lookup_of_the_gpu_provider_in_the_session_is_a_cpu_fallback(er
 
 def test_a_key_error_naming_something_else_is_not_a_fallback() -> None:
     text = "sess = onnxruntime.InferenceSession(path, providers=['CUDAExecutionProvider'])\nKeyError: 'input_ids'"
-    assert top_id(text) != "FM-33"
+    assert "FM-33" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 6. data bound on a device the session does not use
@@ -173,7 +179,7 @@ def test_cuda_data_in_a_session_with_the_cuda_provider_is_not_claimed() -> None:
         "io.bind_input('x', device_type='cuda', device_id=0, element_type=np.float32, shape=x.shape, buffer_ptr=p)\n"
         "Fatal Python error: Segmentation fault"
     )
-    assert top_id(text) != "FM-81"
+    assert "FM-81" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 7. GridSample's rank limit is the GPU kernel's
@@ -192,7 +198,7 @@ def test_the_cpu_kernels_own_rank_message_is_not_read_as_the_gpu() -> None:
         "Non-zero status code returned while running GridSample node. Name:'/g' "
         "Status Message: Only 4-D or 5-D tensor is supported"
     )
-    assert top_id(text) != "FM-54"
+    assert "FM-54" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 8. the CUDA provider on a GPU that is not NVIDIA's
@@ -221,7 +227,7 @@ def test_the_cuda_provider_on_an_amd_or_intel_gpu_is_the_wrong_vendor(text: str)
     ],
 )
 def test_an_nvidia_gpu_named_or_no_cuda_provider_is_not_the_wrong_vendor(text: str) -> None:
-    assert top_id(text) != "FM-101"
+    assert "FM-101" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 9. the session's own answer, asked in a REPL
@@ -246,7 +252,7 @@ def test_the_session_answering_with_the_gpu_provider_is_not_a_fallback() -> None
         ">>> session = onnxruntime.InferenceSession('net.onnx', providers=['CUDAExecutionProvider'])\n"
         ">>> session.get_providers()\n['CUDAExecutionProvider', 'CPUExecutionProvider']"
     )
-    assert top_id(text) != "FM-33"
+    assert "FM-33" not in rule_ids(text)
 
 
 # ---------------------------------------------------------------- 10. Java: a native method the JNI library lacks
@@ -263,7 +269,7 @@ def test_a_native_method_of_the_java_classes_missing_is_the_bindings_native_libr
 
 def test_an_unsatisfied_link_of_another_library_is_not_claimed_as_onnxruntimes() -> None:
     text = "java.lang.UnsatisfiedLinkError: org.opencv.core.Mat.n_Mat()J\nonnxruntime 1.17 is on the classpath"
-    assert "FM-82" not in [m.id for m in explain(text, closest=False).matches]  # no rule (the fallback may guess)
+    assert "FM-82" not in rule_ids(text)
 
 
 def test_a_stripped_linux_provider_load_failure_names_the_same_library_as_the_spaced_one() -> None:
