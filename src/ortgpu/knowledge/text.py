@@ -125,7 +125,7 @@ def repair(text: str) -> str:
 def _respace(line: str) -> str:
     """Put back the spaces of an ORT log line pasted without any ("...[E:onnxruntime:Default,provider_bridge_ort.cc:
     1304onnxruntime::TryGetProviderInfo_CUDA]...LoadLibraryfailedwitherror126"): its punctuation and known phrases."""
-    if len(line) < 60 or line.count(" ") > len(line) // 50 or not _ORT_LOG_MARK.search(line):
+    if not 60 <= len(line) <= 20_000 or line.count(" ") > len(line) // 50 or not _ORT_LOG_MARK.search(line):
         return line
     for pattern, spaced in _LOG_PUNCTUATION:
         line = pattern.sub(spaced, line)
