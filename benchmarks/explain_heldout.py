@@ -55,6 +55,8 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     # entries added after the eleventh set was measured (for re-runs on seen sets only)
     "NEW:provider_bridge_loaded_local": "FM-99",
     "NEW:ortmodule_extensions_not_built": "FM-100",
+    # entries added from the twelfth set's dev half (only labels seen in that half)
+    "NEW:cuda_provider_on_non_nvidia_gpu": "FM-101",
 }
 
 

@@ -55,11 +55,25 @@ _DEPENDENCY = re.compile(
 )
 
 
+# Java: a native method of ORT's classes not found in the JNI library that loaded (the jar and the native library are
+# from different releases, or another onnxruntime4j_jni on the path): the binding's load, whatever the method
+_JNI_METHOD = re.compile(
+    r"UnsatisfiedLinkError:\s{0,3}(?:['\"]?[\w\s]{0,40}\s)?(?P<method>ai\.onnxruntime\.[\w$.]{1,120})\s{0,2}\(",
+    re.IGNORECASE,
+)
+
+
 def ort_library_missing(paste: Paste) -> Iterator[Signal]:
     """The first line where ORT's own native library is what could not be loaded."""
     if "onnxruntime" not in paste.lowered:
         return
     for index, line in enumerate(paste.lines):
+        jni = _JNI_METHOD.search(line) if "UnsatisfiedLinkError" in line else None
+        if jni:
+            values = {"lib": "onnxruntime4j_jni", "method": jni.group("method")}
+            attributes: dict[str, str | int] = {"platform": "unknown", "evidence": "entry_point"}
+            yield Signal(SignalKind.ORT_LIBRARY_MISSING, index, paste.starts[index] + jni.start(), attributes, values)
+            return
         if "onnxruntime" not in line.lower():
             continue
         main = _MAIN.search(line)
@@ -71,7 +85,7 @@ def ort_library_missing(paste: Paste) -> Iterator[Signal]:
         if main.group("bare") and "dll" not in line.lower():
             continue  # a bare quoted name is .NET's DllImport only; "Package 'onnxruntime' not found" is pip's
         lib = main.group("lib") or main.group("bare")
-        attributes: dict[str, str | int] = {"platform": _platform(lib, line)}
+        attributes = {"platform": _platform(lib, line)}
         # onnxruntime.dll itself, not a binding's glue (onnxruntime4j_jni.dll, onnxruntime_binding.node), whose
         # missing dependency is onnxruntime.dll: the binding's load (FM-82)
         dependency = lib.lower() == "onnxruntime.dll" and _DEPENDENCY.search(" ".join(paste.lines[index : index + 3]))

@@ -36,6 +36,32 @@ _POSIX = re.compile(
 )
 
 
+# one onnxruntime distribution swapped for another right before the import broke (both own the same `onnxruntime`
+# directory, so removing or overwriting one leaves it half-replaced): "changed onnxruntime to onnxruntime-gpu", "replace
+# onnxruntime-gpu with onnxruntime-directml", or an uninstall of one next to an install of another
+_DIST = r"onnxruntime(?:[-_](?:gpu|directml|rocm|openvino|silicon|training|qnn)(?:[-_]cu\d{2,3})?)?(?![-_\w])"
+_SWAP = re.compile(
+    rf"\b(?:chang|switch|swapp?|replac|mov|went|migrat|upgrad)\w{{0,4}}\b[^\n]{{0,40}}?\b(?P<a>{_DIST})[`'\"]?"
+    rf"[^\n]{{0,24}}?\b(?:to|with|by|for|into)\b[^\n]{{0,12}}?\b(?P<b>{_DIST})",
+    re.IGNORECASE,
+)
+_UNINSTALL = re.compile(
+    rf"\b(?:pip3?|uv pip|conda|mamba)\s{{1,3}}(?:uninstall|remove)\b[^\n]{{0,40}}?\b(?P<a>{_DIST})", re.I
+)
+_INSTALL = re.compile(rf"\b(?:pip3?|uv pip|conda|mamba)\s{{1,3}}install\b[^\n]{{0,60}}?\b(?P<b>{_DIST})", re.I)
+
+
+def _swapped(paste: Paste) -> bool:
+    """The paste swaps one onnxruntime distribution for another (in prose or in installer commands)."""
+    text = paste.joined[:200_000]
+    for m in _SWAP.finditer(text):
+        if m.group("a").lower().replace("_", "-") != m.group("b").lower().replace("_", "-"):
+            return True
+    removed = {m.group("a").lower().replace("_", "-") for m in _UNINSTALL.finditer(text)}
+    added = {m.group("b").lower().replace("_", "-") for m in _INSTALL.finditer(text)}
+    return bool(removed and added and added - removed)
+
+
 def _platform(paste: Paste) -> str:
     text = paste.joined[:200_000]
     windows = paste.frame_paths == "windows" or _WINDOWS.search(text)
@@ -49,7 +75,8 @@ def _platform(paste: Paste) -> str:
 
 def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
     """`import onnxruntime` without its API: Windows (or no platform shown) is the native module's load
-    (FM-28's pybind signal); Linux/macOS with no library named as missing is a broken or mixed install."""
+    (FM-28's pybind signal); Linux/macOS with no library named as missing, or any platform right after one
+    distribution was swapped for another, is a broken or mixed install."""
     if "onnxruntime" not in paste.lowered:
         return
     for index, line in enumerate(paste.lines):
@@ -65,7 +92,7 @@ def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
             continue
         platform = _platform(paste)
         values = {"name": m.group("name"), "platform": platform}
-        if platform == "linux":
+        if platform == "linux" or (not missing_library and _swapped(paste)):
             if not missing_library:
                 yield Signal(SignalKind.BROKEN_PACKAGE, index, paste.starts[index] + m.start(), {}, values)
             return
@@ -179,16 +206,41 @@ def wrapper_check(paste: Paste) -> Iterator[Signal]:
 
 
 _DEFAULT_LOGGER = re.compile(r"Attempt to use DefaultLogger but none has been registered")
+_LOGGER_FRAME = re.compile(
+    r"^\s{0,8}(?:#|frame\s{0,2}#)?(?P<n>\d{1,2})?\b[^\n]{0,160}?\bonnxruntime::logging::"
+    r"(?P<fn>LoggingManager::(?:Log|DefaultLogger|SendProfileEvent)|Capture::~Capture|Logger::Log)\b"
+)
+_CRASHED = re.compile(
+    r"Segmentation fault|SIGSEGV|SIGABRT|Access violation|\bcore dumped\b|0xC0000005|exit(?:ed)? (?:with )?code 139"
+    r"|\bcrash(?:es|ed|ing)?\b",
+    re.IGNORECASE,
+)
 _DOTNET = re.compile(r"Microsoft\.ML\.OnnxRuntime|MakeSessionOption|\[ErrorCode:", re.IGNORECASE)
 
 
 def env_not_initialised(paste: Paste) -> Iterator[Signal]:
     """ORT's "no default logger": a binding (Rust `ort`, C/C++) called ORT before it created its environment.
     .NET's CUDA-provider form of the same text is the provider library failing to load (FM-79), left to it."""
-    if "defaultlogger" not in paste.lowered or _DOTNET.search(paste.joined[:200_000]):
+    if "logg" not in paste.lowered or _DOTNET.search(paste.joined[:200_000]):
         return
     for index, line in enumerate(paste.lines):
         m = _DEFAULT_LOGGER.search(line)
         if m:
             yield Signal(SignalKind.ENV_NOT_INITIALISED, index, paste.starts[index] + m.start(), {}, {})
+            return
+    # a crash whose innermost frames are ORT's logging manager: it logged through an environment already destroyed
+    # (an Ort::Env in an inner scope, a static torn down first) or never created
+    if "loggingmanager" not in paste.lowered and "capture::~capture" not in paste.lowered:
+        return
+    crashed = bool(_CRASHED.search(paste.joined[:200_000]))
+    for index, line in enumerate(paste.lines):
+        m = _LOGGER_FRAME.search(line)
+        if m and (crashed or int(m.group("n") or 9) <= 3):
+            yield Signal(
+                SignalKind.ENV_NOT_INITIALISED,
+                index,
+                paste.starts[index] + m.start(),
+                {},
+                {"crashed in": f"onnxruntime::logging::{m.group('fn')}"},
+            )
             return

@@ -113,6 +113,10 @@ _GPU_EP = re.compile(
     re.IGNORECASE,
 )
 _KERNEL_FOR = re.compile(r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b", re.IGNORECASE)
+# ops whose CPU kernel takes more ranks than a GPU kernel (ORT's CUDA GridSample: "Only 4-D tensor is
+# supported", the CPU one says "Only 4-D or 5-D"): that rank limit named by such an op is the GPU kernel's own text
+_GPU_RANK_LIMITED = frozenset({"gridsample"})
+_RANK_LIMIT = re.compile(r"\bonly\s{1,3}\d-?D\s{1,3}tensors?\s{1,3}(?:is|are)\s{1,3}supported", re.IGNORECASE)
 
 
 def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
@@ -129,7 +133,8 @@ def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
         if not null and (m is None or not _UNIMPLEMENTED.search(msg)):
             continue
         named = _KERNEL_FOR.search(msg) if m else None
-        on_gpu = gpu or named is not None
+        rank_limited = bool(m) and op.lower() in _GPU_RANK_LIMITED and bool(_RANK_LIMIT.search(msg))
+        on_gpu = gpu or named is not None or rank_limited
         values = {"op": op, "node": node} if m else {"op": "a node"}
         values["ep"] = "the GPU provider" if on_gpu else "the CPU (none named)"
         attributes: dict[str, str | int] = {"ep": "gpu" if on_gpu else "cpu", "op": values["op"]}

@@ -45,6 +45,8 @@ class SignalKind(Enum):
     DLL_INIT_FAILED = "dll_init_failed"  # a DLL's start-up failed (Windows 1114 / 0x8007045A, in any language)
     SYMBOL_MISMATCH = "symbol_mismatch"  # a CUDA/TensorRT/ORT library lacks a symbol its neighbour needs
     TWO_RUNTIMES = "two_runtimes"  # two copies of the native onnxruntime in one process
+    NON_NVIDIA_GPU = "non_nvidia_gpu"  # the CUDA provider used on a GPU that is not NVIDIA's (ZLUDA on AMD, ...)
+    DEVICE_NOT_IN_SESSION = "device_not_in_session"  # data bound on a GPU device the session's providers do not use
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
-from ortgpu.knowledge.provider_signals import other_ep_build, silent_fallback
+from ortgpu.knowledge.provider_signals import non_nvidia_gpu, other_ep_build, silent_fallback
 from ortgpu.knowledge.runtime_signals import (
     CUDA_ONLY_OPS,
     library_statuses,
@@ -44,7 +44,13 @@ from ortgpu.knowledge.signal_kinds import (
     node_values,
 )
 from ortgpu.knowledge.statuses import cudnn_name
-from ortgpu.knowledge.usage_signals import installed_packages, provider_order, two_packages_in_prose, web_backend
+from ortgpu.knowledge.usage_signals import (
+    device_not_in_session,
+    installed_packages,
+    provider_order,
+    two_packages_in_prose,
+    web_backend,
+)
 from ortgpu.knowledge.version_signals import (
     SYMBOL_FAILURE,
     dll_init_failed,
@@ -619,10 +625,12 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         _fp16_overflow(paste),
         other_ep_build(paste),
         silent_fallback(paste),
+        non_nvidia_gpu(paste),
         slow_gpu(paste),
         provider_typo(paste),
         web_backend(paste),
         provider_order(paste),
+        device_not_in_session(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
         device_says_cpu(paste),

@@ -1,4 +1,5 @@
-"""Mangled pastes made readable before matching: UTF-16 read as bytes, letters spaced apart, localised OS messages."""
+"""Mangled pastes made readable before matching: UTF-16 read as bytes, letters spaced apart or spaces stripped out,
+localised OS messages."""
 
 from __future__ import annotations
 
@@ -53,6 +54,55 @@ LOCALISED_PHRASES: dict[str, str] = {
     "Não foi possível encontrar o módulo especificado.": _MODULE_NOT_FOUND,
     "Nie można odnaleźć określonego modułu.": _MODULE_NOT_FOUND,
 }
+# ORT's and the loaders' phrases the knowledge base is written against, found again in a log whose spaces were
+# stripped ("Initproviderbridgefailed", "LoadLibraryfailedwitherror126"): each word kept, the spaces optional
+_STRIPPED_PHRASES = (
+    "Init provider bridge failed",
+    "LoadLibrary failed with error",
+    "when trying to load",
+    "Failed to load library",
+    "cannot open shared object file",
+    "No such file or directory",
+    "The specified module could not be found",
+    "DLL load failed while importing",
+    "Error loading",
+    "which is missing",
+    "or one of its dependencies",
+    "Non-zero status code returned while running",
+    "Status Message",
+    "Exception during initialization",
+    "Failed to create CUDAExecutionProvider",
+    "Failed to create TensorrtExecutionProvider",
+    "Please reference",
+    "Could not find an implementation for",
+    "Falling back to",
+    "and retrying",
+    "when using",
+    "Failed to allocate memory for requested buffer of size",
+    "Attempt to use DefaultLogger but none has been registered",
+    "is not a valid Win32 application",
+    "Some nodes were not assigned to the preferred execution providers",
+    "with error",
+    "CUDA failure",
+    "CUDNN failure",
+    "CUBLAS failure",
+    "CUDA error",
+)
+_STRIPPED = re.compile("|".join(r"\s?".join(re.escape(w) for w in p.split()) for p in _STRIPPED_PHRASES), re.IGNORECASE)
+_SPACED = {p.replace(" ", "").lower(): p for p in _STRIPPED_PHRASES}
+_ORT_LOG_MARK = re.compile(r"\[[EWIV]:onnxruntime|onnxruntime::|\[ONNXRuntimeError\]|onnxruntime", re.IGNORECASE)
+# the fixed punctuation of ORT's log lines: a timestamp, the "[E:onnxruntime:logger, file.cc:123 function]" header,
+# "[ONNXRuntimeError] : 1 : FAIL : "
+_LOG_PUNCTUATION = (
+    (re.compile(r"(\d{4}-\d\d-\d\d)(?=\d\d:\d\d:)"), r"\1 "),
+    (re.compile(r"(?<=\d)\[(?=[EWIV]:onnxruntime)"), " ["),
+    (re.compile(r"(\[[EWIV]:onnxruntime:[\w-]{0,40},)(?=\S)"), r"\1 "),
+    (re.compile(r"(\.(?:cc|cpp|h|cu):\d{1,6})(?=[A-Za-z])"), r"\1 "),
+    (re.compile(r"\](?=[A-Za-z])"), "] "),
+    (re.compile(r"(?<=\w)(?=\[ONNXRuntimeError\])"), " "),
+    (re.compile(r"\[ONNXRuntimeError\]:(\d{1,2}):([A-Z_]{2,30}):"), r"[ONNXRuntimeError] : \1 : \2 : "),
+    (re.compile(r"(?<=[a-z0-9_])node\.Name:"), " node. Name:"),
+)
 _LOCALISED = re.compile("|".join(re.escape(p) for p in sorted(LOCALISED_PHRASES, key=len, reverse=True)))
 _SQUEEZE_TABLE = {ord(c): None for c in " \t\r\n\f\v\u00a0\u3000"}
 
@@ -67,7 +117,27 @@ def repair(text: str) -> str:
         text = _LOCALISED.sub(lambda m: LOCALISED_PHRASES[m.group(0)], text)
     if " " in text:
         text = "\n".join(_unspace(line) for line in text.split("\n"))
+    if "onnxruntime" in text.lower():
+        text = "\n".join(_respace(line) for line in text.split("\n"))
     return text
+
+
+def _respace(line: str) -> str:
+    """Put back the spaces of an ORT log line pasted without any ("...[E:onnxruntime:Default,provider_bridge_ort.cc:
+    1304onnxruntime::TryGetProviderInfo_CUDA]...LoadLibraryfailedwitherror126"): its punctuation and known phrases."""
+    if not 60 <= len(line) <= 20_000 or line.count(" ") > len(line) // 50 or not _ORT_LOG_MARK.search(line):
+        return line
+    for pattern, spaced in _LOG_PUNCTUATION:
+        line = pattern.sub(spaced, line)
+    return re.sub(r" {2,}", " ", _STRIPPED.sub(_spaced_phrase, line)).strip()
+
+
+def _spaced_phrase(m: re.Match[str]) -> str:
+    """A stripped phrase with its spaces, set off from the letters or digits glued to it (not from punctuation)."""
+    text = m.string
+    before = " " if m.start() and text[m.start() - 1].isalnum() else ""
+    after = " " if m.end() < len(text) and text[m.end()].isalnum() else ""
+    return before + _SPACED.get(re.sub(r"\s", "", m.group(0)).lower(), m.group(0)) + after
 
 
 def _unspace(line: str) -> str:

@@ -1,4 +1,5 @@
-"""Signals of how onnxruntime was installed and called: two distributions at once, web backends, provider order.
+"""Signals of how onnxruntime was installed and called: two distributions at once, web backends, provider order,
+data bound on a device the session does not use.
 
 Split from knowledge/signals.py (which runs every extractor); the same rules hold: bounded patterns on the bounded
 lines of a Paste.
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
-__all__ = ["installed_packages", "provider_order", "two_packages_in_prose", "web_backend"]
+__all__ = ["device_not_in_session", "installed_packages", "provider_order", "two_packages_in_prose", "web_backend"]
 
 _FLAVOUR = r"onnxruntime(?:[-_](?:gpu|directml|openvino|rocm|qnn|silicon))?"
 # `pip show X` prints "Name: X"; pip install prints "Requirement already satisfied: X" for what is there already
@@ -138,3 +139,35 @@ def provider_order(paste: Paste) -> Iterator[Signal]:
 def _order_signal(paste: Paste, index: int, after: list[str]) -> Signal:
     gpu = next(n for n in after if n.upper() != "CPU")
     return Signal(SignalKind.PROVIDER_ORDER, index, paste.starts[index], {}, {"provider": gpu})
+
+
+# ---------------------------------------------------------------- data bound on a device the session does not use
+
+# the providers the code gives the session, and data (an OrtValue, an IO binding) placed on a CUDA device
+_SESSION_PROVIDERS = re.compile(r"\bproviders\s{0,3}=\s{0,3}\[(?P<list>[^\]\n]{0,300})\]")
+_GPU_PROVIDER = re.compile(
+    r"(?:CUDA|Tensorrt|TensorRT|ROCM|MIGraphX)ExecutionProvider|['\"](?:cuda|tensorrt)['\"]", re.I
+)
+_CUDA_DATA = re.compile(
+    r"\bdevice_type\s{0,3}=\s{0,3}['\"]cuda['\"]"
+    r"|\b(?:ortvalue_from_numpy|ortvalue_from_shape_and_type|bind_input|bind_output)\s{0,2}\([^\n]{0,200}?['\"]cuda['\"]"
+    r"|\bOrtDevice\.cuda\b|\b(?:Ort::MemoryInfo|OrtMemoryInfo)\s{0,2}\(\s{0,3}\\?\"Cuda\\?\"",
+    re.IGNORECASE,
+)
+
+
+def device_not_in_session(paste: Paste) -> Iterator[Signal]:
+    """Inputs or outputs bound on a CUDA device while every provider list the code gives the session is CPU-only:
+    ORT does not check the binding's device against the session's providers (a crash or a wrong-device error)."""
+    text = paste.joined[:200_000]
+    if "cuda" not in paste.lowered or "providers" not in paste.lowered:
+        return
+    lists = [m.group("list") for m in itertools.islice(_SESSION_PROVIDERS.finditer(text), 8)]
+    if not lists or any(_GPU_PROVIDER.search(names) for names in lists) or not any("CPU" in n for n in lists):
+        return
+    for index, line in enumerate(paste.lines):
+        m = _CUDA_DATA.search(line)
+        if m:
+            values = {"option": "a CUDA OrtValue / IO binding in a session with only the CPU provider"}
+            yield Signal(SignalKind.DEVICE_NOT_IN_SESSION, index, paste.starts[index] + m.start(), {}, values)
+            return
