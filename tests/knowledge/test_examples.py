@@ -48,7 +48,7 @@ def with_examples(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
 
 def _synthetic(entry: str) -> Examples:
     return Examples(
-        ("synthetic",), tuple(Example(entry, tuple(sorted((*INVENTED[i % 2 :], "cuda")))) for i in range(6))
+        ("synthetic",), tuple(Example(entry, tuple(sorted((*INVENTED[i % 2 :], "cuda")))) for i in range(10))
     )
 
 
@@ -120,7 +120,7 @@ def _library_examples(kinds: tuple[str, ...]) -> Examples:
     # eight pastes labelled FM-21 that named the (invented) library libzentrai.so.7
     return Examples(
         ("synthetic",),
-        tuple(Example("FM-21", ("lib:zentrai", "lib:zentrai@7", "startup", f"startupx{i}")) for i in range(8)),
+        tuple(Example("FM-21", ("lib:zentrai", "lib:zentrai@7", "startup", "went", f"startupx{i}")) for i in range(8)),
         kinds,
     )
 
