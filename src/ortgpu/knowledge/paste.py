@@ -62,6 +62,17 @@ def _unwrap(lines: list[str]) -> list[str]:
     return out
 
 
+def _once(lines: list[str]) -> list[str]:
+    """The lines right-stripped, each run of one line repeated kept once (before the wrap heuristic, which would
+    take a flood of equal lines for a paragraph hard-wrapped at their width)."""
+    out: list[str] = []
+    for line in lines:
+        line = line.rstrip()
+        if not out or line != out[-1]:
+            out.append(line)
+    return out
+
+
 def _bounded(line: str) -> list[str]:
     """The line with every run of non-space characters cut to MAX_TOKEN_CHARS, in pieces of at most MAX_LINE_CHARS.
 
@@ -96,7 +107,7 @@ def _normalise(
     lines ORT logged at warning level or below ([W:onnxruntime...], [I:...], [V:...])."""
     text = repair(_ANSI.sub("", text)).replace("\\\\", "\\")
     origins: set[str] = set()
-    raw = [piece for line in _unwrap([line.rstrip() for line in text.splitlines()]) for piece in _bounded(line)]
+    raw = [piece for line in _unwrap(_once(text.splitlines())) for piece in _bounded(line)]
     out: list[str] = []
     line_origins: list[str] = []
     logged: set[int] = set()
@@ -132,6 +143,12 @@ def _normalise(
         if "hostname=" in line:
             line = _HOSTNAME.sub("hostname=<host>", line)
         line = (_SPACES.sub(" ", line) if "  " in line or "\t" in line else line).strip()
+        if line and out and line == out[-1]:
+            # a line repeated on the next line says nothing new (a warning logged 1,000 times, a flood of one
+            # message): kept once, so every extractor's work follows the distinct text
+            if marked:
+                logged.add(len(out) - 1)
+            continue
         if line:
             if marked:
                 logged.add(len(out))
