@@ -120,7 +120,7 @@ def test_normalise_unwraps_hard_wrapped_lines() -> None:
     )
     wrapped = "\n".join(message[i : i + 80] for i in range(0, len(message), 80))
     assert len(wrapped.splitlines()) == 2
-    assert normalise(wrapped + "\n" + wrapped) == (message, message)
+    assert normalise(wrapped + "\n" + wrapped) == (message,)  # unwrapped, and the repeat kept once
 
 
 # ---------------------------------------------------------------- real pastes with noise
