@@ -36,3 +36,30 @@ def test_a_flood_of_one_message_explains_as_one_copy_does() -> None:
     flood = explain("\n".join([_WARNING] * 1000 + [_ERROR] * 1000))
     assert [m.id for m in flood.matches] == [m.id for m in once.matches]
     assert flood.verdict == once.verdict and flood.matches
+
+
+def test_two_lines_of_one_length_among_longer_ones_are_not_taken_for_a_hard_wrap() -> None:
+    # the prose line and the source line Python echoes under the last frame are both 64 characters: joined as
+    # "wrapped", the error after the echoed line was dropped with it and explain recognised nothing
+    prose = "When I run the detector on a batch of frames it stops with this:"
+    echoed = "    return self._sess.run(output_names, input_feed, run_options)"
+    assert len(prose) == len(echoed) >= 60
+    error = (
+        "onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : "
+        "Invalid rank for input: frames Got: 5 Expected: 4 Please fix either the inputs or the model."
+    )
+    frame = (
+        '  File "C:\\app\\lib\\site-packages\\onnxruntime\\capi\\onnxruntime_inference_collection.py", line 220, in run'
+    )
+    text = "\n".join([prose, "", frame, echoed, error])
+    assert error in prepare(text).lines
+    assert [m.id for m in explain(text).matches][:1] == ["NG-02"]
+
+
+def test_a_terminal_wrap_is_still_undone() -> None:
+    message = (
+        "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "
+        "'AzureExecutionProvider, CPUExecutionProvider'"
+    )
+    wrapped = "\n".join(message[i : i + 70] for i in range(0, len(message), 70))
+    assert prepare("Running the app prints, every time it starts:\n" + wrapped).lines[-1] == message

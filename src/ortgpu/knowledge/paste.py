@@ -41,14 +41,16 @@ _LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
 def _unwrap(lines: list[str]) -> list[str]:
     """Re-join lines that a terminal, a mail client or an issue tracker hard-wrapped at a fixed width.
 
-    Only when the paste looks wrapped: the most common length among lines of 60+ characters occurs twice or more;
+    Only when the paste looks wrapped: the most common length among lines of 60+ characters occurs twice or more,
+    and fewer lines are longer than that width than are exactly as long (a wrapping tool leaves none longer; two
+    lines of one length among longer ones are chance, and joining them would glue an error to the line before);
     each line of exactly that length is joined to the next.
     """
     lengths = Counter(len(line) for line in lines if len(line) >= 60)
     if not lengths:
         return lines
     width, count = lengths.most_common(1)[0]
-    if count < 2:
+    if count < 2 or sum(n for length, n in lengths.items() if length > width) >= count:
         return lines
     out: list[str] = []
     carry: list[str] = []
