@@ -47,6 +47,8 @@ class SignalKind(Enum):
     TWO_RUNTIMES = "two_runtimes"  # two copies of the native onnxruntime in one process
     NON_NVIDIA_GPU = "non_nvidia_gpu"  # the CUDA provider used on a GPU that is not NVIDIA's (ZLUDA on AMD, ...)
     DEVICE_NOT_IN_SESSION = "device_not_in_session"  # data bound on a GPU device the session's providers do not use
+    PROVIDER_LOAD_FAILED = "provider_load_failed"  # a CUDA/TensorRT provider library did not load; no reason shown
+    BENIGN_WARNING = "benign_warning"  # one of ORT's warnings that working runs log, and no error besides it
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.prose_signals import provider_typo, slow_gpu
+from ortgpu.knowledge.provider_load_signals import provider_load_unexplained
 from ortgpu.knowledge.provider_signals import non_nvidia_gpu, other_ep_build, silent_fallback
 from ortgpu.knowledge.runtime_signals import (
     CUDA_ONLY_OPS,
@@ -58,6 +59,7 @@ from ortgpu.knowledge.version_signals import (
     symbol_mismatch,
     two_runtimes,
 )
+from ortgpu.knowledge.warning_signals import benign_warnings
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
 
@@ -642,4 +644,5 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
     missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)
     wrapper = {s.line_index for s in found if s.kind is SignalKind.WRAPPER_CHECK}  # its words name both packages
     found = tuple(s for s in found if not (s.kind is SignalKind.BOTH_PACKAGES and s.line_index in wrapper))
-    return found + tuple(broken_import(paste, missing)) + tuple(shadowed_gpu_install(paste, found))
+    found += tuple(broken_import(paste, missing)) + tuple(shadowed_gpu_install(paste, found))
+    return found + tuple(provider_load_unexplained(paste, found)) + tuple(benign_warnings(paste))
