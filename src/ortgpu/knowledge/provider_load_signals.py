@@ -20,17 +20,17 @@ from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
 __all__ = ["provider_load_unexplained"]
 
-_LIB = r"(?P<lib>(?:lib)?onnxruntime_providers_(?P<provider>cuda|tensorrt)\.(?P<ext>dll|so)\b)"
+_LIB = r"(?P<lib>(?:lib)?onnxruntime_providers_(?P<provider>cuda|tensorrt)\.(?P<ext>dll|so)(?!\.?\w))"
 # the words of a load failure before the library's name, on the same line
 _FAILURE = re.compile(
-    r"\b(?P<error_loading>Error loading)\b[^\n]{0,300}?"
+    r"\b(?P<error_loading>Error loading)\s{0,3}(?:[\"'`][^\n\"'`]{0,300}?|[^\s\"'`]{0,300}?)"
     + _LIB.replace("?P<", "?P<a_")
     # the garbled middle of a wide-character log: "Error ... onnxruntime_providers_cuda.dll"
     + r"|\bError\s{0,3}(?:\.{2,}|\u2026)[^\n]{0,300}?"
     + _LIB.replace("?P<", "?P<b_")
     + r"|\b(?:LoadLibrary(?:Ex\w?)? failed|Failed to load library|(?:failed|fails|failing|unable|not able|fail)"
     r" to (?:load|open|dlopen)|(?:cannot|can't|could not|couldn't|won't|will not|does not|doesn't|did not|didn't)"
-    r" (?:be )?(?:load|open|dlopen)(?:ed)?|error (?:while |when )?loading)\b[^\n]{0,300}?"
+    r" (?:be )?(?:load|open|dlopen)(?:ed)?|error (?:while|when) loading)\b[^\n]{0,300}?"
     + _LIB.replace("?P<", "?P<c_")
     # the library first: "onnxruntime_providers_cuda.dll failed to load / could not be loaded"
     + r"|"
@@ -39,6 +39,8 @@ _FAILURE = re.compile(
     r"couldn't) be loaded|(?:is |was )?not loaded|won't load|doesn't load|does not load)\b",
     re.IGNORECASE,
 )
+# the single spaces of a letter-spaced line that the general repair left (its "..." broke the alternation)
+_CLOSE_UP = re.compile(r"(?<=\S) (?=\S)")
 # a reason the paste does name: the specific rules (FM-21/22/23/59/71/72, the DLL-init and binding entries) decide
 _REASON = re.compile(
     r"which depends on|which is missing|with error[ \t]{0,3}:[ \t]{0,3}[^\s\"'`]"
@@ -72,6 +74,8 @@ def provider_load_unexplained(paste: Paste, found: tuple[Signal, ...]) -> Iterat
     if any(s.kind in _EXPLAINED for s in found) or _REASON.search(paste.joined) is not None:
         return
     for index, line in enumerate(paste.lines):
+        if "p r o v i d e r s _" in line.lower():  # letter-spaced (UTF-16 read as bytes) with punctuation in it
+            line = _CLOSE_UP.sub("", line)
         if "providers_" not in line.lower():
             continue
         m = _FAILURE.search(line)
