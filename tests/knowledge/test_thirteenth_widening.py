@@ -154,3 +154,19 @@ def test_a_benign_warning_next_to_a_real_error_does_not_hide_it() -> None:
 
 def test_a_warning_word_in_prose_is_not_claimed_as_benign() -> None:
     assert "FM-65" not in rule_ids("the expected shape of my output differs from the actual shape after export")
+
+
+# ---------------------------------------------------------------- 3. a Triton backend built for another server release
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "tensorrt", "python"])
+def test_a_triton_backend_of_another_release_is_fm_102(backend: str) -> None:
+    text = (
+        "E0807 10:22:41.001 1 model_lifecycle.cc:621] failed to load 'ranker' version 3: Unsupported: Triton "
+        f"TRITONBACKEND API version: 1.11 does not support '{backend}' TRITONBACKEND API version: 1.18"
+    )
+    assert top(text) == "FM-102"
+
+
+def test_a_triton_api_version_merely_mentioned_is_not_fm_102() -> None:
+    assert "FM-102" not in rule_ids("Our server reports TRITONBACKEND API version 1.16 in its startup banner.")
