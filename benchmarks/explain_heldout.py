@@ -59,6 +59,7 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:cuda_provider_on_non_nvidia_gpu": "FM-101",
     # entries added after the twelfth held-out half was measured (for re-runs on seen sets only)
     "NEW:triton_backend_api_mismatch": "FM-102",
+    "NEW:provider_library_underlinked": "FM-103",
 }
 
 

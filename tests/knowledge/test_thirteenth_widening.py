@@ -94,7 +94,7 @@ def test_a_provider_load_failure_without_its_reason_is_decided_by_platform_and_w
         ),
         (
             "Failed to load library libonnxruntime_providers_cuda.so with error: /opt/ort/lib/libonnxruntime_providers"
-            "_cuda.so: undefined symbol: cudnnSetStream",
+            "_cuda.so: undefined symbol: cudnnGetLastErrorString",  # cuDNN 9's only: an older cuDNN loaded (a mix)
             "FM-72",
         ),
     ],
@@ -170,3 +170,30 @@ def test_a_triton_backend_of_another_release_is_fm_102(backend: str) -> None:
 
 def test_a_triton_api_version_merely_mentioned_is_not_fm_102() -> None:
     assert "FM-102" not in rule_ids("Our server reports TRITONBACKEND API version 1.16 in its startup banner.")
+
+
+# ---------------------------------------------------------------- 4. a provider library built without a CUDA library
+
+
+@pytest.mark.parametrize("symbol", ["nvrtcCompileProgram", "cudnnCreate", "cublasCreate_v2", "curandCreateGenerator"])
+def test_an_undefined_base_api_symbol_in_the_provider_is_an_underlinked_build(symbol: str) -> None:
+    text = (
+        "building onnxruntime 1.21 from our distro recipe; at run time:\n"
+        "Failed to load library /usr/lib64/libonnxruntime_providers_cuda.so with error: "
+        f"/usr/lib64/libonnxruntime_providers_cuda.so: undefined symbol: {symbol}"
+    )
+    assert top(text) == "FM-103"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # a symbol only some releases have: two versions mixed (FM-72), not an under-linked build
+        "/opt/app/libonnxruntime_providers_cuda.so: undefined symbol: cudnnGetRNNDescriptor_v6",
+        "symbol cublasLtGetVersion version libcublasLt.so.12 not defined in file libcublasLt.so.12 with link time "
+        "reference",
+        "ImportError: /site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so: undefined symbol: "
+        "nvrtcGetNVVMSize",
+    ],
+)
+def test_a_symbol_of_some_releases_only_stays_a_version_mix(text: str) -> None:
+    assert top(text) == "FM-72"

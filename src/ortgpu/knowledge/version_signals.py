@@ -124,6 +124,18 @@ _STACK_LIB = re.compile(
     re.IGNORECASE,
 )
 
+# functions every release of their CUDA library has had: missing from the process, they mean the library that exports
+# them was never loaded (a provider library built without linking it: a distro or self-built package), not a mix
+_BASE_SYMBOL = re.compile(
+    r"undefined symbol\s{0,3}:?\s{0,3}(?P<symbol>nvrtc(?:CreateProgram|DestroyProgram|CompileProgram|GetPTX(?:Size)?"
+    r"|GetProgramLog(?:Size)?|GetErrorString|Version|AddNameExpression|GetLoweredName)"
+    r"|cudnn(?:Create|Destroy|SetStream|GetStream|GetVersion|GetErrorString)"
+    r"|cublas(?:Create|Destroy|SetStream|GetVersion|Sgemm)_v2|cublasLt(?:Create|Destroy|Matmul)"
+    r"|cufft(?:PlanMany|Destroy|SetStream|ExecC2C|ExecR2C|ExecC2R)|curand(?:CreateGenerator|DestroyGenerator|SetStream)"
+    r")(?!\w)",
+    re.IGNORECASE,
+)
+
 
 def symbol_mismatch(paste: Paste) -> Iterator[Signal]:
     """A CUDA/TensorRT/ORT library found but lacking a symbol another one needs (its line, or the line above)."""
@@ -139,7 +151,12 @@ def symbol_mismatch(paste: Paste) -> Iterator[Signal]:
             continue
         culprit = [lib for lib in libs if "onnxruntime_providers" not in lib.lower()] or libs
         values = {"lib": culprit[-1 if "entry point" in m.group(0).lower() else 0]}
-        yield Signal(SignalKind.SYMBOL_MISMATCH, index, paste.starts[index] + m.start(), {}, values)
+        base = _BASE_SYMBOL.search(line)
+        if base is not None:
+            values["symbol"] = base.group("symbol")
+        evidence = "base_symbol" if base is not None else "none"
+        at = paste.starts[index] + m.start()
+        yield Signal(SignalKind.SYMBOL_MISMATCH, index, at, {"evidence": evidence}, values)
         return
 
 
