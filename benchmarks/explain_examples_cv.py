@@ -1,6 +1,6 @@
 """Leave-one-set-out cross-validation of explain's fallback with labelled-paste examples (knowledge/examples.py).
 
-For each of the seen sets (the twelfth: its dev half only), the examples are built from the OTHER sets only, and the
+For each of the seen sets, the examples are built from the OTHER sets only, and the
 knowledge base loses the examples taken from the left-out set's issues (as benchmarks/explain_nearest.py does). The
 fallback ALONE (as if no rule fired) is scored on every paste of the left-out set, for these rankings: the knowledge
 base's words only, (a) each entry's document gaining the tokens of its labelled pastes, (b) the k nearest labelled
@@ -49,8 +49,8 @@ SETS = {
     "ninth": ["explain_pastes_ninth_dev.json", "explain_pastes_ninth_heldout.json"],
     "tenth": ["explain_pastes_tenth_dev.json", "explain_pastes_tenth_heldout.json"],
     "eleventh": ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"],
-    # only the dev half: the held-out half is kept as an unseen test ("learn": false) and never read here
-    "twelfth": ["explain_pastes_twelfth_dev.json"],
+    "twelfth": ["explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"],
+    "thirteenth": ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),

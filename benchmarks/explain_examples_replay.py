@@ -48,7 +48,8 @@ ORDER = [
     ("ninth", ["explain_pastes_ninth_dev.json", "explain_pastes_ninth_heldout.json"]),
     ("tenth", ["explain_pastes_tenth_dev.json", "explain_pastes_tenth_heldout.json"]),
     ("eleventh", ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"]),
-    ("twelfth", ["explain_pastes_twelfth_dev.json"]),  # its held-out half is never read ("learn": false)
+    ("twelfth", ["explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"]),
+    ("thirteenth", ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -66,7 +67,9 @@ MEASUREMENTS = [
     ("11", "tenth", ["tenth-dev-before", "tenth-heldout-before"], None, [], True),
     ("12", "tenth", ["tenth-heldout"], None, ["explain_pastes_tenth_dev.json"], False),
     ("13", "eleventh", ["eleventh-dev-before", "eleventh-heldout-before"], None, [], True),
-    ("14", "twelfth", ["twelfth-dev-before"], None, [], True),  # the dev half only
+    ("14", "twelfth", ["twelfth-dev-before", "twelfth-heldout-before"], None, [], True),
+    ("15", "twelfth", ["twelfth-heldout"], None, ["explain_pastes_twelfth_dev.json"], False),
+    ("16", "thirteenth", ["thirteenth-dev-before", "thirteenth-heldout-before"], None, [], True),
 ]
 
 
@@ -230,7 +233,7 @@ def _markdown(doc: dict) -> str:
     closest_wrong = f["closest_offered"] - f["closest_right"]
     lines += [
         "",
-        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14): {f['pastes']} pastes, right then "
+        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14, 16): {f['pastes']} pastes, right then "
         f"{f['correct_then']} ({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback "
         f"{f['correct_replay']} ({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent "
         f"({f['silent']}): the fallback offered {f['silent_offered']}, {f['silent_right']} right, {silent_wrong} "

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from doctor_ab import _drop_caches as _drop  # the same page-cache drop as the A/B script (root)
+
 _STEPS = r"""
 import json, sys, time
 t = {"python start": time.perf_counter() - float(sys.argv[1])}
@@ -38,15 +40,6 @@ t["first run"] = time.perf_counter() - s
 t["providers"] = session.get_providers()[0]
 print(json.dumps(t))
 """
-
-
-def _drop() -> bool:
-    try:
-        subprocess.run(["sync"], check=False)
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def _steps() -> dict:
