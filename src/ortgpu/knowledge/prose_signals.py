@@ -56,8 +56,8 @@ _ERROR_LINE = re.compile(r"\b\w{2,60}(?:Error|Exception)\b\s?:|\[ONNXRuntimeErro
 
 def slow_gpu(paste: Paste) -> Iterator[Signal]:
     """The first line that says a GPU run is slow (a GPU word on it or next to it), with what points at a cause."""
-    if _ON_CPU.search(paste.joined):
-        return
+    if _ON_CPU.search(paste.joined) or not _GPU_WORD.search(paste.joined):
+        return  # on the CPU; or no GPU word anywhere, so none next to a slow line
     lines = paste.lines
     for index, line in enumerate(lines):
         m = _SLOW.search(line)

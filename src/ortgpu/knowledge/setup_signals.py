@@ -47,7 +47,9 @@ _PROVIDER_OR_CRASH = re.compile(
 
 def no_gpu_visible(paste: Paste) -> Iterator[Signal]:
     """The first line that shows no GPU reaches the process (by the runtime's words, or stated with the provider)."""
-    for index, line in enumerate(paste.lines):
+    # every _RUNTIME form holds one of these words: without them the per-line scan cannot find anything
+    runtime_words = "/dev/nvidia" in paste.lowered or "could not select device driver" in paste.lowered
+    for index, line in enumerate(paste.lines if runtime_words else ()):
         found = _RUNTIME.search(line)
         if found is not None:
             node = found.group("node") or found.group("glob") or "gpu capability"
