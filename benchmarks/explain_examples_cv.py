@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from explain_heldout import NEW_LABEL_ENTRIES
+from explain_heldout import NEW_LABEL_ENTRIES, write_record
 from explain_nearest import UNRELATED, _without_same_issue
 
 from ortgpu import __version__
@@ -280,10 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     doc["seconds"] = round(time.perf_counter() - start, 1)
     doc["rows"] = rows
-    args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"{args.stamp}-cpu-explain-examples-cv"
-    base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+    write_record(args.out, f"{args.stamp}-cpu-explain-examples-cv", doc, _markdown(doc))
     print(_markdown(doc))
     return 0
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from explain_examples_cv import _accepted, _labelled, _pastes
+from explain_heldout import write_record
 from explain_nearest import _without_same_issue
 
 from ortgpu import __version__
@@ -192,10 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.perf_counter() - start, 1),
         "measurements": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"{args.stamp}-cpu-explain-examples-replay"
-    base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+    write_record(args.out, f"{args.stamp}-cpu-explain-examples-replay", doc, _markdown(doc))
     print(_markdown(doc))
     return 0
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from explain_heldout import evaluate, summarise
+from explain_heldout import evaluate, summarise, write_record
 
 from ortgpu import __version__
 from ortgpu.explain import explain
@@ -161,10 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             "notes": args.note,
             "rows": rows,
         }
-        args.out.mkdir(parents=True, exist_ok=True)
-        base = args.out / f"{args.stamp}-cpu-explain-{args.name}"
-        base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        base = write_record(args.out, f"{args.stamp}-cpu-explain-{args.name}", doc, _markdown(doc))
         print(f"wrote {base}.json and .md")
     return 0
 

@@ -142,6 +142,16 @@ def _markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_record(out: Path, name: str, doc: dict, markdown: str) -> Path:
+    """Write a measurement's record as OUT/<name>.json and .md (the benchmarks' one record format); returns the
+    path without its suffix."""
+    out.mkdir(parents=True, exist_ok=True)
+    base = out / name
+    base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    base.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    return base
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heldout", action="store_true", help="also score the held-out half (the final measurement)")
@@ -199,10 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             "notes": args.note,
             "rows": rows,
         }
-        args.out.mkdir(parents=True, exist_ok=True)
-        base = args.out / f"{args.stamp}-cpu-explain-heldout"
-        base.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        base = write_record(args.out, f"{args.stamp}-cpu-explain-heldout", doc, _markdown(doc))
         print(f"wrote {base}.json and .md")
     return 0
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from explain_heldout import _accepted
+from explain_heldout import _accepted, write_record
 
 from ortgpu import __version__
 from ortgpu.explain import explain
@@ -243,10 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     print("unrelated texts, best score:", max(u["score"] for u in unrelated))
     print(f"pastes no rule recognises: {doc['no_rule_fired']}; answered by the fallback: {len(via_fallback)}")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        base = args.out / f"{args.stamp}-cpu-explain-nearest"
-        base.with_suffix(".json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        base.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+        base = write_record(args.out, f"{args.stamp}-cpu-explain-nearest", doc, _markdown(doc))
         print(f"wrote {base}.json and .md")
     return 0
 
