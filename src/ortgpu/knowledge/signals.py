@@ -21,6 +21,7 @@ from ortgpu.knowledge.import_signals import (
     shadowed_gpu_install,
     wrapper_check,
 )
+from ortgpu.knowledge.integration_signals import integration_signals
 from ortgpu.knowledge.listing_signals import listed_distributions
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
@@ -637,7 +638,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         op_shape_errors(paste),
         device_says_cpu(paste),
         wrapper_check(paste),
-        env_not_initialised(paste),
+        *(env_not_initialised(paste), integration_signals(paste)),
         *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
