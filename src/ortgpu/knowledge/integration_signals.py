@@ -24,8 +24,8 @@ _SCAN = 200_000  # evidence searched across lines looks at the first 200 KB only
 # problem (NG-08); any other domain belongs to a custom-op library that was not registered.
 _ORT_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training", "com.microsoft")
 # the com.microsoft (contrib) schemas an ORT build registers (onnxruntime 1.2x, get_all_operator_schema())
-_CONTRIB_OPS = frozenset(
-    """Attention AttnLSTM BeamSearch BiasAdd BiasDropout BiasGelu BiasSoftmax BiasSplitGelu BifurcationDetector
+_CONTRIB_NAMES = """
+    Attention AttnLSTM BeamSearch BiasAdd BiasDropout BiasGelu BiasSoftmax BiasSplitGelu BifurcationDetector
     BitmaskBiasDropout BitmaskDropout BranchwiseRMSNorm CDist CausalConvWithState ComplexMul ComplexMulConj
     ConvStateReplay ConvTransposeWithDynamicPads CropAndResize DecoderAttention DecoderMaskedMultiHeadAttention
     DecoderMaskedSelfAttention DequantizeBFP DequantizeLinear DequantizeWithOrder DynamicQuantizeLSTM
@@ -47,8 +47,8 @@ _CONTRIB_OPS = frozenset(
     SkipLayerNormalization SkipSimplifiedLayerNormalization Snpe SparseAttention SparseAttentionIndexer
     SparsePagedAttention SparseToDenseMatMul SpeculativePrefixCommit SwiGLU Tokenizer TorchEmbedding TransposeMatMul
     Trilu UnfoldTensor Unique VarlenCausalConvWithState VarlenNGramHashMapping WhisperBeamSearch
-    WordConvEmbedding""".split()
-)
+    WordConvEmbedding"""
+_CONTRIB_OPS = frozenset(_CONTRIB_NAMES.split())
 _UNREGISTERED = re.compile(
     r"(?P<domain>[A-Za-z][\w.]{0,60}):(?P<op>\w{1,80})\((?P<version>-?\d{1,4})\) is not a registered function/op"
 )
@@ -102,7 +102,9 @@ _WORDS = (
 )
 
 
-def _signal(kind: SignalKind, paste: Paste, index: int, start: int, attributes: dict[str, str | int], **values: str):
+def _signal(
+    kind: SignalKind, paste: Paste, index: int, start: int, attributes: dict[str, str | int], **values: str
+) -> Signal:
     return Signal(kind, index, paste.starts[index] + start, attributes, values)
 
 
