@@ -49,6 +49,7 @@ class SignalKind(Enum):
     DEVICE_NOT_IN_SESSION = "device_not_in_session"  # data bound on a GPU device the session's providers do not use
     PROVIDER_LOAD_FAILED = "provider_load_failed"  # a CUDA/TensorRT provider library did not load; no reason shown
     BENIGN_WARNING = "benign_warning"  # one of ORT's warnings that working runs log, and no error besides it
+    ANTICIPATED = "anticipated"  # a class anticipated from ORT's / CUDA's / the loader's own words (evidence: which)
 
 
 @dataclass(frozen=True)
