@@ -109,6 +109,11 @@ _CUDA_LINE = (
             "10:11:12   ERROR] Target GPU SM 61 is not supported by this TensorRT release.",
             "FM-123",
         ),
+        (
+            "[E] [TRT] 1: [caskUtils.cpp::trtSmToCask::147] Error Code 1: Internal Error (Unsupported SM: 0x809)",
+            "FM-123",
+        ),
+        ("../rtSafe/cuda/caskUtils.cpp (98) - Assertion Error in trtSmToCask: 0 (Unsupported SM.)", "FM-123"),
         # FM-124: 64 KiB pages
         (
             "ImportError: /opt/venv/lib/python3.12/site-packages/onnxruntime/capi/onnxruntime_pybind11_state.so: "
@@ -181,6 +186,7 @@ def test_anticipated_class_recognised(text: str, expected: str) -> None:
         "[WinError 5] Access is denied: 'C:\\Windows\\System32\\config'",
         "Our group policy requires signed installers",
         "The model is 1.4 GB, well under the protobuf limit",
+        "This GPU is an unsupported SM for our own kernels, we skip them",
     ],
 )
 def test_similar_words_claim_nothing(text: str) -> None:

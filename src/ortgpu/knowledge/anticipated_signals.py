@@ -56,8 +56,9 @@ _CLASSES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = tuple(
         ),
         (
             "trt_sm",
-            ("is not supported by this tensorrt",),
-            r"Target GPU SM \d{2,3} is not supported by this TensorRT release",
+            ("is not supported by this tensorrt", "unsupported sm"),
+            r"Target GPU SM \d{2,3} is not supported by this TensorRT release"
+            r"|trtSmToCask\b[^\n]{0,120}?\bUnsupported SM\b",
         ),
         (  # pip replacing a file that a running process holds open (Windows)
             "file_in_use",
