@@ -155,6 +155,14 @@ _CUDA_LINE = (
             "FM-128",
         ),
         ("OSError: [WinError 4551] An Application Control policy has blocked this file: onnxruntime.dll", "FM-128"),
+        # FM-129: InferenceSession given neither a path nor bytes
+        (
+            'Traceback (most recent call last):\n  File "serve.py", line 8, in <module>\n'
+            "    sess = ort.InferenceSession(model, providers=['CUDAExecutionProvider', 'CPUExecutionProvider'])\n"
+            "TypeError: Unable to load from type '<class 'onnx.onnx_ml_pb2.ModelProto'>'",
+            "FM-129",
+        ),
+        ("TypeError: Unable to load from type '<class 'NoneType'>'", "FM-129"),
         # towards existing entries
         ("$ nvidia-smi\nFailed to initialize NVML: Unknown Error", "FM-70"),
         (
@@ -186,6 +194,7 @@ def test_anticipated_class_recognised(text: str, expected: str) -> None:
         "[WinError 5] Access is denied: 'C:\\Windows\\System32\\config'",
         "Our group policy requires signed installers",
         "The model is 1.4 GB, well under the protobuf limit",
+        "Unable to load from type hints in our own config loader",
         "This GPU is an unsupported SM for our own kernels, we skip them",
     ],
 )
@@ -195,7 +204,7 @@ def test_similar_words_claim_nothing(text: str) -> None:
 
 def test_new_entries_claim_their_signals_and_stay_in_range() -> None:
     kb = load_knowledge_base()
-    ids = [f"FM-{n}" for n in range(114, 129)]
+    ids = [f"FM-{n}" for n in range(114, 130)]
     for eid in ids:
         entry = kb.get(eid)
         assert entry.claims, eid

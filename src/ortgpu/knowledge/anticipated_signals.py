@@ -76,6 +76,11 @@ _CLASSES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = tuple(
             r"Application Control policy has blocked this file|\[?WinError 4551\b"
             r"|This program is blocked by group policy",
         ),
+        (  # InferenceSession.__init__: neither a path (str / os.PathLike) nor bytes
+            "load_type",
+            ("unable to load from type",),
+            r"Unable to load from type\s{0,3}'?<class '[\w.]{1,100}'>",
+        ),
         (  # OrtGetApiBase()->GetApi(N): the native library is older than the headers the binding was built with
             "api_version",
             ("api version",),
