@@ -163,7 +163,20 @@ _CUDA_LINE = (
             "FM-129",
         ),
         ("TypeError: Unable to load from type '<class 'NoneType'>'", "FM-129"),
+        # FM-130: the display watchdog
+        (_CUDA_LINE.format(code=702, message="the launch timed out and was terminated"), "FM-130"),
+        (
+            "Non-zero status code returned while running Conv node. Name:'/conv1/Conv' Status Message: CUDA error "
+            "cudaErrorLaunchTimeout:the launch timed out and was terminated",
+            "FM-130",
+        ),
         # towards existing entries
+        (
+            "  File \"bind.py\", line 3, in <module>\n    x = ort.OrtValue.ortvalue_from_numpy(arr, 'cuda', 0)\n"
+            "RuntimeError: Can't allocate memory on the CUDA device using this package of OnnxRuntime. Please use "
+            "the CUDA package of OnnxRuntime to use this feature.",
+            "FM-02",
+        ),
         ("$ nvidia-smi\nFailed to initialize NVML: Unknown Error", "FM-70"),
         (
             "The requested API version [22] is not available, only API versions [1, 16] are supported in this "
@@ -204,7 +217,7 @@ def test_similar_words_claim_nothing(text: str) -> None:
 
 def test_new_entries_claim_their_signals_and_stay_in_range() -> None:
     kb = load_knowledge_base()
-    ids = [f"FM-{n}" for n in range(114, 130)]
+    ids = [f"FM-{n}" for n in range(114, 131)]
     for eid in ids:
         entry = kb.get(eid)
         assert entry.claims, eid

@@ -81,6 +81,11 @@ _CLASSES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = tuple(
             ("unable to load from type",),
             r"Unable to load from type\s{0,3}'?<class '[\w.]{1,100}'>",
         ),
+        (  # onnxruntime_pybind_mlvalue.cc: an OrtValue on "cuda" asked of a package without the CUDA provider
+            "cpu_package_cuda_memory",
+            ("using this package of onnxruntime",),
+            r"Can't allocate memory on the CUDA device using this package of OnnxRuntime",
+        ),
         (  # OrtGetApiBase()->GetApi(N): the native library is older than the headers the binding was built with
             "api_version",
             ("api version",),
