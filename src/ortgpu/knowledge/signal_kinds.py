@@ -49,6 +49,7 @@ class SignalKind(Enum):
     DEVICE_NOT_IN_SESSION = "device_not_in_session"  # data bound on a GPU device the session's providers do not use
     PROVIDER_LOAD_FAILED = "provider_load_failed"  # a CUDA/TensorRT provider library did not load; no reason shown
     BENIGN_WARNING = "benign_warning"  # one of ORT's warnings that working runs log, and no error besides it
+    ANTICIPATED = "anticipated"  # a class anticipated from ORT's / CUDA's / the loader's own words (evidence: which)
     CUSTOM_OP_UNREGISTERED = "custom_op_unregistered"  # an op of a custom domain with no custom-op library for it
     CUSTOM_OP_API = "custom_op_api"  # a custom-op library asks for a newer ORT API than the runtime has
     SERVING_CONFIG = "serving_config"  # a serving config (Triton config.pbtxt) disagrees with the model

@@ -13,6 +13,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.binding_signals import ort_library_missing
 from ortgpu.knowledge.import_signals import (
     broken_import,
@@ -636,9 +637,8 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         device_not_in_session(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
-        device_says_cpu(paste),
-        wrapper_check(paste),
-        *(env_not_initialised(paste), integration_signals(paste)),
+        *(device_says_cpu(paste), wrapper_check(paste), integration_signals(paste)),
+        *(env_not_initialised(paste), anticipated_classes(paste)),
         *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
