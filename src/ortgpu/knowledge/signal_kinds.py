@@ -49,6 +49,9 @@ class SignalKind(Enum):
     DEVICE_NOT_IN_SESSION = "device_not_in_session"  # data bound on a GPU device the session's providers do not use
     PROVIDER_LOAD_FAILED = "provider_load_failed"  # a CUDA/TensorRT provider library did not load; no reason shown
     BENIGN_WARNING = "benign_warning"  # one of ORT's warnings that working runs log, and no error besides it
+    CPU_INSTRUCTIONS = "cpu_instructions"  # the process died on an instruction the CPU lacks (SIGILL, 0xC000001D)
+    CUSTOM_OP_LIBRARY = "custom_op_library"  # ORT could not load a custom-op library registered by path
+    EMPTY_OUTPUT = "empty_output"  # a binding refused to wrap an output with a zero-length dimension
 
 
 @dataclass(frozen=True)
