@@ -1,10 +1,13 @@
-"""Structure in a paste about the host itself: a CPU that lacks an instruction set the onnxruntime build uses.
+"""Structure in a paste about the host itself: a CPU without the build's instruction set, a Windows too old for it.
 
 The process dies on an illegal instruction (`Illegal instruction (core dumped)`, `SIGILL`, Python's
 `died with <Signals.SIGILL: 4>`, Windows' `0xC000001D` / `STATUS_ILLEGAL_INSTRUCTION` / exit code -1073741795), or
 the CPU is said not to support the instruction set a build needs (AVX, AVX2, AVX-512, FMA, F16C, NEON ...), in a
 paste about onnxruntime or an ONNX model. CUDA's own `an illegal instruction was encountered`
 (cudaErrorIllegalInstruction, a GPU kernel fault) is not this: it names the device, not the CPU.
+
+Onnxruntime's own library (not a provider's) failing to load in a paste that names Windows 7, 8, 8.1, Vista, XP or
+Server 2008/2012 as the system: current releases support Windows 10 and later.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterator
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
-__all__ = ["cpu_instructions"]
+__all__ = ["cpu_instructions", "old_windows"]
 
 # the operating system's words for a process killed by an instruction the CPU does not have
 _ILLEGAL = re.compile(
@@ -55,4 +58,35 @@ def cpu_instructions(paste: Paste) -> Iterator[Signal]:
         if unsupported is not None:
             values = {"evidence": unsupported.group("set") or unsupported.group("set2")}
             yield Signal(SignalKind.CPU_INSTRUCTIONS, index, paste.starts[index] + unsupported.start(), {}, values)
+            return
+
+
+# a Windows release older than onnxruntime supports, named by the user or the tool ("win7", "Windows 8.1", "Vista")
+_OLD_WINDOWS = re.compile(
+    r"(?<![\w.])win(?:dows)?[\s_-]?(?P<version>7|8\.1|8|vista|xp)(?![\d.]\d|[a-z])"
+    r"|(?<![\w.])windows server (?P<server>2008|2012)(?!\d)",
+    re.IGNORECASE,
+)
+# onnxruntime's own native library failing to load, in any binding (a provider library's load is another problem)
+_MAIN_LOAD_FAILED = re.compile(
+    r"OnnxRuntime\.NativeMethods|DllNotFoundException[^\n]{0,80}?onnxruntime|DLL load failed[^\n]{0,60}?onnxruntime"
+    r"|UnsatisfiedLinkError[^\n]{0,200}?onnxruntime|onnxruntime_binding\.node|(?<![\w-])onnxruntime\.dll",
+    re.IGNORECASE,
+)
+
+
+def old_windows(paste: Paste) -> Iterator[Signal]:
+    """Onnxruntime's own library failing to load on a Windows release older than 10 named in the paste."""
+    low = paste.lowered
+    if "win" not in low or "onnxruntime" not in low:
+        return
+    failed = next((i for i, line in enumerate(paste.lines) if _MAIN_LOAD_FAILED.search(line)), None)
+    if failed is None:
+        return
+    for line in paste.lines:
+        found = _OLD_WINDOWS.search(line)
+        if found is not None:
+            version = found.group("version") or found.group("server")
+            values = {"version": f"Windows {version}"}
+            yield Signal(SignalKind.OLD_WINDOWS, failed, paste.starts[failed], {}, values)
             return

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.binding_signals import ort_library_missing
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
-from ortgpu.knowledge.host_signals import cpu_instructions
+from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import (
     broken_import,
     device_says_cpu,
@@ -635,7 +635,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         wrapper_check(paste),
         env_not_initialised(paste),
         *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
-        *(cpu_instructions(paste), custom_op_library(paste), empty_output(paste)),
+        *(cpu_instructions(paste), custom_op_library(paste), empty_output(paste), old_windows(paste)),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
     missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)
