@@ -30,7 +30,8 @@ def rule_ids(text: str) -> list[str]:
     [
         "$ python3 detect.py --weights yolo.onnx\nIllegal instruction",
         "After upgrading onnxruntime to the new release the container exits: Fatal Python error: "
-        "Illegal instruction\nCurrent thread 0x00007f (most recent call first):\n  File onnxruntime/capi/_pybind_state.py",
+        "Illegal instruction\nCurrent thread 0x00007f (most recent call first):\n"
+        "  File onnxruntime/capi/_pybind_state.py",
         "subprocess.CalledProcessError: Command '['/venv/bin/python', 'tts.py', '--voice', 'en.onnx']' "
         "died with <Signals.SIGILL: 4>.",
         "Process finished with exit code -1073741795 (0xC000001D)\n(the script only creates ort.InferenceSession for "
@@ -133,7 +134,8 @@ def test_glibc_builds_on_musl_are_the_musl_entry(text: str) -> None:
 def test_a_missing_onnxruntime_library_on_glibc_stays_the_binding_load() -> None:
     text = (
         "Error: libonnxruntime.so.1.14.0: cannot open shared object file: No such file or directory\n"
-        "    at Object.Module._extensions..node (node:internal/modules/cjs/loader:1189:18) { code: 'ERR_DLOPEN_FAILED' }"
+        "    at Object.Module._extensions..node (node:internal/modules/cjs/loader:1189:18) "
+        "{ code: 'ERR_DLOPEN_FAILED' }"
     )
     assert rule_top(text) == "FM-82"
 
