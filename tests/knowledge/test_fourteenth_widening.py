@@ -1,7 +1,7 @@
 """The fourteenth widening of explain: a CPU without the build's instruction set, custom-op libraries that do not load
 or are not ORT's, musl libc, a binding that cannot hold an empty output, onnxruntime-genai older than the model,
-onnxruntime-node's CUDA install script, a Windows older than 10, a DLL start-up failure outside CUDA, the shared
-provider library missing, and a GPU build declared as a dependency. Texts are composed, not copied from any labelled
+onnxruntime-node's CUDA install script, a Windows older than 10, a DLL start-up failure outside CUDA, and the shared
+provider library missing. Texts are composed, not copied from any labelled
 set; the rules decide (the closest-entry fallback is off), and each family has guards: the same words, another problem.
 """
 
@@ -263,15 +263,3 @@ def test_a_load_failure_followed_by_init_provider_bridge_failed_is_providers_sha
 
 def test_error_126_alone_stays_the_cuda_provider_dependency() -> None:
     assert rule_top("Failed to load library, error code: 126") == "FM-21"
-
-
-# ---------------------------------------------------------------- FM-01: a GPU build declared as a dependency
-
-
-@pytest.mark.parametrize(
-    "declaration",
-    ['dependencies = [\n    "onnxruntime-gpu>=1.20.1",\n]', "onnxruntime-gpu==1.19.2", 'onnxruntime-gpu = "^1.18"'],
-)
-def test_a_declared_gpu_build_with_only_the_cpu_provider_available_is_shadowing(declaration: str) -> None:
-    text = f">>> onnxruntime.get_available_providers()\n['CPUExecutionProvider']\n\n{declaration}\n"
-    assert rule_top(text) == "FM-01"

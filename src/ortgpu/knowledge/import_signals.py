@@ -133,10 +133,7 @@ _GPU_INSTALLED = re.compile(
     r"\b(?:pip3?|uv pip|poetry|uv)\s{1,3}(?:install|add)\b[^\n]{0,160}?(?:onnxruntime[-_](?:gpu|directml|rocm)"
     r"|\[[\w,\s-]{0,40}\b(?:gpu|cuda)\b[\w,\s-]{0,40}\])"
     r"|^\s{0,8}(?:Name:\s{0,3})?onnxruntime[-_]gpu\s{0,24}(?:\d|$)"
-    r"|\binstall(?:ed|ing)?\s{1,3}(?:the\s{1,3})?`?onnxruntime[-_]gpu\b"
-    # declared as a dependency: requirements.txt, pyproject.toml / setup.py lists, poetry tables
-    r"|^\s{0,8}[\"']?onnxruntime[-_]gpu\s{0,3}(?:[=<>~!]=?|\^)\s{0,3}[\"'{^~]{0,2}\d"
-    r"|^\s{0,8}[\"'][\w.-]{1,60}\[[\w,\s-]{0,40}\b(?:gpu|cuda)\b[\w,\s-]{0,40}\][^\"'\n]{0,30}[\"']",
+    r"|\binstall(?:ed|ing)?\s{1,3}(?:the\s{1,3})?`?onnxruntime[-_]gpu\b",
     re.IGNORECASE | re.MULTILINE,
 )
 
