@@ -60,6 +60,15 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     # entries added after the twelfth held-out half was measured (for re-runs on seen sets only)
     "NEW:triton_backend_api_mismatch": "FM-102",
     "NEW:provider_library_underlinked": "FM-103",
+    # entries added after the thirteenth set was measured (for re-runs on seen sets only)
+    "NEW:cpu_instruction_set_unsupported": "FM-104",
+    "NEW:custom_op_library_load_failed": "FM-105",
+    "NEW:custom_op_library_not_ort_custom_op": "FM-106",
+    "NEW:musl_libc_not_supported": "FM-107",
+    "NEW:binding_cannot_represent_empty_output": "FM-108",
+    "NEW:genai_package_too_old_for_model": "FM-109",
+    "NEW:ort_node_cuda_install_script_bug": "FM-110",
+    "NEW:node_cuda_installer_paths": "FM-110",
     # entries added from the fourteenth set's dev half (only labels seen in that half)
     "NEW:custom_op_not_registered": "FM-131",
     "NEW:custom_op_library_built_for_newer_ort": "FM-132",

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.binding_signals import ort_library_missing
+from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
+from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import (
     broken_import,
     device_says_cpu,
@@ -39,13 +41,7 @@ from ortgpu.knowledge.runtime_signals import (
     trt_logged,
 )
 from ortgpu.knowledge.setup_signals import no_gpu_visible
-from ortgpu.knowledge.signal_kinds import (
-    MAX_SIGNALS_PER_KIND,
-    FailingNode,
-    Signal,
-    SignalKind,
-    node_values,
-)
+from ortgpu.knowledge.signal_kinds import MAX_SIGNALS_PER_KIND, FailingNode, Signal, SignalKind, node_values
 from ortgpu.knowledge.statuses import cudnn_name
 from ortgpu.knowledge.usage_signals import (
     device_not_in_session,
@@ -640,6 +636,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         *(device_says_cpu(paste), wrapper_check(paste), integration_signals(paste)),
         *(env_not_initialised(paste), anticipated_classes(paste)),
         *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
+        *(cpu_instructions(paste), custom_op_library(paste), empty_output(paste), old_windows(paste)),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
     missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)

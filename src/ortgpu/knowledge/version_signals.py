@@ -91,6 +91,10 @@ _CUDA_BUILD = re.compile(
 )
 
 
+# onnxruntime-genai's import fallback says this whatever failed to import: no evidence of a CUDA build
+_GENAI_CUDA_PATH_HINT = re.compile(r"Could not find the CUDA libraries\. Please set the CUDA_PATH environment variable")
+
+
 # the binding's own onnxruntime.dll failing its start-up is the binding's load (FM-82), not a CUDA build's import
 _ORT_MAIN_DLL = re.compile(r"(?<![\w-])onnxruntime\.dll\b|['\"]onnxruntime['\"]", re.IGNORECASE)
 
@@ -104,7 +108,8 @@ def dll_init_failed(paste: Paste) -> Iterator[Signal]:
         m = _DLL_INIT.search(line)
         if m is None or _ORT_MAIN_DLL.search(line):
             continue
-        evidence = "cuda" if _CUDA_BUILD.search(paste.joined[:200_000]) else "none"
+        text = _GENAI_CUDA_PATH_HINT.sub("", paste.joined[:200_000])
+        evidence = "cuda" if _CUDA_BUILD.search(text) else "none"
         yield Signal(SignalKind.DLL_INIT_FAILED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
         return
 
