@@ -63,7 +63,7 @@ def _unwrap(lines: list[str]) -> list[str]:
         return lines
     out: list[str] = []
     carry: list[str] = []
-    for line, after in zip(lines, [*lines[1:], ""]):
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
         carry.append(line)
         if len(line) != width or _RECORD_START.match(after):
             out.append("".join(carry))
