@@ -56,6 +56,17 @@ def test_two_lines_of_one_length_among_longer_ones_are_not_taken_for_a_hard_wrap
     assert [m.id for m in explain(text).matches][:1] == ["NG-02"]
 
 
+def test_a_line_that_starts_a_record_is_not_glued_to_the_line_before_as_a_wrap() -> None:
+    # a short traceback whose echoed source line and error line are the only long lines and equally long: taken for
+    # a paste hard-wrapped at that width, the error was joined to the echoed line and dropped with it
+    error = "onnxruntime.capi.onnxruntime_pybind11_state.NoSuchFile: [ONNXRuntimeError] : 3 : NO_SUCHFILE"
+    echoed = "    session = onnxruntime.InferenceSession(MODEL, providers=PROVIDERS)  # load the exported."
+    assert len(echoed) == len(error) >= 60
+    frame = '  File "infer.py", line 12, in <module>'
+    text = "\n".join(["Traceback (most recent call last):", frame, echoed, error])
+    assert error in prepare(text).lines
+
+
 def test_a_terminal_wrap_is_still_undone() -> None:
     message = (
         "Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "

@@ -38,6 +38,15 @@ MAX_LINE_CHARS = 2_000
 _LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
 
 
+# A line that begins a record of its own (a traceback's frame or exception, a log line, a prompt) is never the tail of
+# a hard-wrapped line: a wrap at fixed width rarely breaks exactly there, while a source line Python echoes is often
+# as long as the error under it.
+_RECORD_START = re.compile(
+    r"\s*(?:Traceback \(|File \"|at [\w.$<>]+\(|\d{4}-\d{2}-\d{2}[ T]|\[[EWIF]:|>>> |\$ |PS [A-Z]:\\)"
+    r"|[A-Za-z_][\w.]{0,200}(?:Error|Exception|Fail|Failure|Warning)\b:|[A-Za-z_]\w{0,60}(?:\.\w{1,60}){1,8}: "
+)
+
+
 def _unwrap(lines: list[str]) -> list[str]:
     """Re-join lines that a terminal, a mail client or an issue tracker hard-wrapped at a fixed width.
 
@@ -54,9 +63,9 @@ def _unwrap(lines: list[str]) -> list[str]:
         return lines
     out: list[str] = []
     carry: list[str] = []
-    for line in lines:
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
         carry.append(line)
-        if len(line) != width:
+        if len(line) != width or _RECORD_START.match(after):
             out.append("".join(carry))
             carry = []
     if carry:
