@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortgpu.accuracy.engines import TensorEngine
 from ortgpu.accuracy.graph import Skipped, TensorSlot
+from ortgpu.progress import silent
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -241,7 +242,7 @@ def compare_layers(
     holds NaN/Inf the reference does not (NaN never matches NaN). ``name_map`` maps a reference tensor name to
     the tested model's name for it when they differ (fp16 conversion renames some).
     """
-    tell: Progress = progress or _silent
+    tell: Progress = progress or silent
     chunks = chunk_slots(slots, _ITEMSIZE, byte_budget, max_per_chunk)
     name_map = dict(name_map or {})
     results: list[TensorComparison] = []
@@ -287,10 +288,6 @@ def compare_layers(
         notes=tuple(notes),
     )
     return report, results
-
-
-def _silent(message: str, fraction: float | None = None) -> None:
-    """The progress callback when the caller gave none."""
 
 
 def _renamed(slot: TensorSlot, name_map: Mapping[str, str]) -> TensorSlot:

@@ -27,6 +27,7 @@ from ortgpu.config import load_config
 from ortgpu.errors import EnvironmentUnfitError, OrtgpuError
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import silent
 from ortgpu.results import envelope
 from ortgpu.scale.devices import DeviceKind, DeviceSlot, DeviceSpec, plan_slots
 from ortgpu.scale.procs import WorkerProcess, wait_any
@@ -151,7 +152,7 @@ def run_on_slots(
     then all are released at once, told whether they were all at the same case. Raises DeviceWorkerError when a
     worker fails (with that worker's exit code) or dies.
     """
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     workers = [WorkerProcess(slot, __name__, "bench_job", (slot, request)) for slot in slots]
     outcome: list[tuple[Any, ...] | None] = [None] * len(workers)
     waiting: dict[int, str] = {}  # worker index -> the case key it waits at
@@ -281,7 +282,7 @@ def run_bench_devices(request: BenchRequest, spec: DeviceSpec, progress: Progres
     """
 
     started = time.perf_counter()
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     refused = [
         flag
         for flag, value in (
