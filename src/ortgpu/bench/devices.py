@@ -243,10 +243,11 @@ def aggregate(runs: Sequence[DeviceRun]) -> tuple[AggregateCase, ...]:
         passed: list[int] = []
         synced = True
         for run in runs:
-            case = next((c for c in run.result.cases if case_gate_key(c) == key), None)
-            ok = case is not None and case.measured and case.stats is not None
-            per.append(case.stats.throughput if ok else None)  # type: ignore[union-attr]
-            p50.append(case.stats.p50_ms if ok else None)  # type: ignore[union-attr]
+            found = next((c for c in run.result.cases if case_gate_key(c) == key), None)
+            stats = found.stats if found is not None and found.measured else None
+            ok = stats is not None
+            per.append(stats.throughput if stats is not None else None)
+            p50.append(stats.p50_ms if stats is not None else None)
             start = next((s for s in run.starts if s.key == key), None)
             if start is None:
                 synced = False if ok else synced
