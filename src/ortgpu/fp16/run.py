@@ -484,5 +484,5 @@ def _speed(request: Fp16Request, fp32_path: Path, written: bool, passed: bool, d
         )
         cases = result.measured_cases
         p50.append(cases[0].stats.p50_ms if cases and cases[0].stats else None)
-    note = None if passed else "the fp16 model did not pass validation (--force)"
-    return Speed(request.ep, mode, request.bench_batch or first.batch, p50[0], p50[1], note)
+    verdict = None if passed else "the fp16 model did not pass validation (--force)"
+    return Speed(request.ep, mode, request.bench_batch or first.batch, p50[0], p50[1], verdict)
