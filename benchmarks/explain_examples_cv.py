@@ -51,6 +51,7 @@ SETS = {
     "eleventh": ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"],
     "twelfth": ["explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"],
     "thirteenth": ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"],
+    "fourteenth": ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),

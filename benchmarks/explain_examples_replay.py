@@ -51,6 +51,7 @@ ORDER = [
     ("eleventh", ["explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"]),
     ("twelfth", ["explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"]),
     ("thirteenth", ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"]),
+    ("fourteenth", ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -71,6 +72,9 @@ MEASUREMENTS = [
     ("14", "twelfth", ["twelfth-dev-before", "twelfth-heldout-before"], None, [], True),
     ("15", "twelfth", ["twelfth-heldout"], None, ["explain_pastes_twelfth_dev.json"], False),
     ("16", "thirteenth", ["thirteenth-dev-before", "thirteenth-heldout-before"], None, [], True),
+    ("17", "fourteenth", ["fourteenth-dev-before", "fourteenth-heldout-before"], None, [], True),
+    ("18", "fourteenth", ["fourteenth-dev-blind", "fourteenth-heldout-blind"], None, [], False),
+    ("19", "fourteenth", ["fourteenth-heldout"], None, ["explain_pastes_fourteenth_dev.json"], False),
 ]
 
 
@@ -221,17 +225,18 @@ def _markdown(doc: dict) -> str:
     ]
     for r in doc["measurements"]:
         lines.append(
-            f"| {r['row']}{'' if r['first_run'] else ' (re-run of a held-out half)'} | {r['set']} | "
+            f"| {r['row']}{'' if r['first_run'] else ' (a re-run, not a first run)'} | {r['set']} | "
             f"{r['knowledge_base']} | {r['pastes']} | {r['correct_then']} | {r['silent']} | "
             f"{r['silent_offered']} / {r['silent_right']} | {r['closest']} ({r['closest_right_then']}) | "
             f"{r['closest_offered']} / {r['closest_right']} | {r['correct_replay']} |"
         )
     f = doc["first_runs"]
+    first_rows = ", ".join(r["row"] for r in doc["measurements"] if r["first_run"])
     silent_wrong = f["silent_offered"] - f["silent_right"]
     closest_wrong = f["closest_offered"] - f["closest_right"]
     lines += [
         "",
-        f"Each paste at its first unseen run (rows 1-9, 11, 13, 14, 16): {f['pastes']} pastes, right then "
+        f"Each paste at its first unseen run (rows {first_rows}): {f['pastes']} pastes, right then "
         f"{f['correct_then']} ({f['correct_then'] / f['pastes']:.1%}), right with the replayed fallback "
         f"{f['correct_replay']} ({f['correct_replay'] / f['pastes']:.1%}). Where the rules were silent "
         f"({f['silent']}): the fallback offered {f['silent_offered']}, {f['silent_right']} right, {silent_wrong} "

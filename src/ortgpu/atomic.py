@@ -19,7 +19,7 @@ from ortgpu.output_paths import OutputPathError, write_target
 __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text"]
 
 
-def atomic_write(path: str | os.PathLike[str], writer: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: str | os.PathLike[str], writer: Callable[[BinaryIO], object]) -> Path:
     """Call ``writer`` with a binary file object; the result replaces ``path`` only when it succeeds.
 
     Returns ``path``. Raises OutputPathError (exit 2) for a target that is not a regular file or a new name, a

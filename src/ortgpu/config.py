@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsInt
 
 from ortgpu.ep import ExecutionProvider
 from ortgpu.errors import ConfigError
@@ -121,6 +122,20 @@ class Config:
 
     def options_for(self, ep: ExecutionProvider) -> dict[str, str]:
         return dict(self.ep_options.get(ep, {}))
+
+    def session_int(self, name: str, default: int | None = None) -> int:
+        """An integer [session] setting; KeyError when absent and no ``default`` is given."""
+        value = self.session[name] if default is None else self.session.get(name, default)
+        if isinstance(value, (str, bytes, SupportsInt)):
+            return int(value)
+        raise TypeError(f"[session] {name} is {type(value).__name__}, not an integer")
+
+    def session_dims(self, name: str) -> dict[str, int]:
+        """A [session] table of dimension name -> size (free_dims, free_dim_denotations); empty when unset."""
+        value = self.session.get(name) or {}
+        if not isinstance(value, Mapping):
+            raise TypeError(f"[session] {name} is {type(value).__name__}, not a table")
+        return {key: int(size) for key, size in value.items()}
 
     def model_file_for(self, given: Path, given_sha256: str) -> Path:
         """The model file to build sessions from: [model] file when set (checked against its sha256 and against
@@ -270,9 +285,9 @@ def _input_spec(values: Mapping[str, Any], folder: Path) -> InputSpec:
 
 def toml_module() -> Any:
     """The TOML reader: the standard library's, or tomli on Python 3.10."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:  # Python 3.10
         import tomli as tomllib
     return tomllib
 

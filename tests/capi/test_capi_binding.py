@@ -175,6 +175,19 @@ def test_a_library_too_old_for_our_c_api_is_bad_input(tmp_path: Path) -> None:
     assert "refused C API 15" in refused.value.message
 
 
+@pytest.mark.skipif(not have_gcc() or not sys.platform.startswith("linux"), reason="needs gcc on Linux")
+def test_an_api_base_with_null_functions_is_refused_not_called(tmp_path: Path) -> None:
+    source = tmp_path / "null_base.c"
+    source.write_text(
+        "static const void* base[2] = { 0, 0 };\nconst void* OrtGetApiBase(void) { return base; }\n", encoding="utf-8"
+    )
+    target = tmp_path / "libonnxruntime.so.1.20.0"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(target), str(source)], check=True, capture_output=True)
+    with pytest.raises(NotOrtLibraryError) as caught:
+        OrtLibrary(target)
+    assert caught.value.exit_code is ExitCode.BAD_INPUT and "NULL" in caught.value.message
+
+
 def test_paths_are_utf16_on_windows_and_bytes_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     path = Path("models") / "mödel 大.onnx"
     monkeypatch.setattr(binding, "IS_WINDOWS", True)

@@ -7,7 +7,7 @@ import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ortgpu.accuracy.graph import TensorSlot, intermediate_tensors, topological_order, with_outputs
 from ortgpu.config import Config
@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
 __all__ = ["OrtEngine", "ReferenceEngine", "TensorEngine", "reference_evaluator_available"]
+
+
+_Engine = TypeVar("_Engine", bound="TensorEngine")
 
 
 class TensorEngine(ABC):
@@ -39,7 +42,7 @@ class TensorEngine(ABC):
     def close(self) -> None:  # noqa: B027 - engines that hold nothing need not override it
         """Release what the engine holds."""
 
-    def __enter__(self) -> TensorEngine:
+    def __enter__(self: _Engine) -> _Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,10 +7,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortgpu.accuracy.engines import TensorEngine
 from ortgpu.accuracy.graph import Skipped, TensorSlot
+from ortgpu.progress import silent
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -113,6 +114,26 @@ def chunk_slots(
     return chunks
 
 
+class _Where(TypedDict):
+    """The fields that say which tensor a comparison is about."""
+
+    position: int
+    name: str
+    op_type: str
+    node_name: str
+
+
+class _Numbers(TypedDict):
+    """The value statistics every compared tensor carries."""
+
+    elements: int
+    nonfinite: int
+    reference_nonfinite: int
+    reference_max_abs: float | None
+    reference_min_nonzero: float | None
+    tested_max_abs: float | None
+
+
 _ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8}
 
 
@@ -133,7 +154,7 @@ def _range(values: np.ndarray) -> tuple[float | None, float | None, int]:
 def _compare(slot: TensorSlot, got: Any, want: Any | None, rtol: float, atol_scale: float) -> TensorComparison:
     import numpy as np
 
-    common = {"position": slot.position, "name": slot.name, "op_type": slot.op_type, "node_name": slot.node_name}
+    common = _Where(position=slot.position, name=slot.name, op_type=slot.op_type, node_name=slot.node_name)
     if got is None:
         return TensorComparison(status=TensorStatus.MISSING, reason="the engine under test did not return it", **common)
     got = np.asarray(got)
@@ -145,14 +166,14 @@ def _compare(slot: TensorSlot, got: Any, want: Any | None, rtol: float, atol_sca
         )
     want = np.asarray(want)
     ref_max, ref_min, ref_nonfinite = _range(want)
-    numbers = {
-        "elements": int(want.size),
-        "nonfinite": nonfinite,
-        "reference_nonfinite": ref_nonfinite,
-        "reference_max_abs": ref_max,
-        "reference_min_nonzero": ref_min,
-        "tested_max_abs": tested_max,
-    }
+    numbers = _Numbers(
+        elements=int(want.size),
+        nonfinite=nonfinite,
+        reference_nonfinite=ref_nonfinite,
+        reference_max_abs=ref_max,
+        reference_min_nonzero=ref_min,
+        tested_max_abs=tested_max,
+    )
     if got.shape != want.shape:
         return TensorComparison(
             status=TensorStatus.DIVERGED,
@@ -162,9 +183,9 @@ def _compare(slot: TensorSlot, got: Any, want: Any | None, rtol: float, atol_sca
             **common,
         )
     if got.dtype.kind not in "fc" and want.dtype.kind not in "fc":
-        bad = int(np.count_nonzero(got != want))
-        status = TensorStatus.DIVERGED if bad else TensorStatus.MATCH
-        return TensorComparison(status=status, mismatches=bad, **numbers, **common)
+        unequal = int(np.count_nonzero(got != want))
+        status = TensorStatus.DIVERGED if unequal else TensorStatus.MATCH
+        return TensorComparison(status=status, mismatches=unequal, **numbers, **common)
     g = got.astype(np.float64)
     w = want.astype(np.float64)
     finite = np.isfinite(g) & np.isfinite(w)
@@ -173,7 +194,9 @@ def _compare(slot: TensorSlot, got: Any, want: Any | None, rtol: float, atol_sca
     same_inf = np.isinf(g) & np.isinf(w) & (np.sign(g) == np.sign(w))
     bad = np.where(finite, diff > atol + rtol * np.abs(np.where(finite, w, 0.0)), ~same_inf)
     mismatches = int(bad.sum())
-    max_abs = max_rel = cosine = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    cosine: float | None = None
     if finite.any():
         d = diff[finite]
         max_abs = float(d.max())
@@ -219,7 +242,7 @@ def compare_layers(
     holds NaN/Inf the reference does not (NaN never matches NaN). ``name_map`` maps a reference tensor name to
     the tested model's name for it when they differ (fp16 conversion renames some).
     """
-    tell = progress or (lambda message, fraction=None: None)
+    tell: Progress = progress or silent
     chunks = chunk_slots(slots, _ITEMSIZE, byte_budget, max_per_chunk)
     name_map = dict(name_map or {})
     results: list[TensorComparison] = []

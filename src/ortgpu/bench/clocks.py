@@ -81,7 +81,7 @@ class ClockWatch:
         return watch if watch.handle is not None else None
 
     def read(self) -> int | None:
-        if self.handle is None:
+        if self.handle is None or self.nvml is None:  # no handle without NVML: the second test is for the types
             return None
         try:
             return int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))

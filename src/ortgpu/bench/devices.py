@@ -27,6 +27,7 @@ from ortgpu.config import load_config
 from ortgpu.errors import EnvironmentUnfitError, OrtgpuError
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import silent
 from ortgpu.results import envelope
 from ortgpu.scale.devices import DeviceKind, DeviceSlot, DeviceSpec, plan_slots
 from ortgpu.scale.procs import WorkerProcess, wait_any
@@ -151,7 +152,7 @@ def run_on_slots(
     then all are released at once, told whether they were all at the same case. Raises DeviceWorkerError when a
     worker fails (with that worker's exit code) or dies.
     """
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     workers = [WorkerProcess(slot, __name__, "bench_job", (slot, request)) for slot in slots]
     outcome: list[tuple[Any, ...] | None] = [None] * len(workers)
     waiting: dict[int, str] = {}  # worker index -> the case key it waits at
@@ -242,10 +243,11 @@ def aggregate(runs: Sequence[DeviceRun]) -> tuple[AggregateCase, ...]:
         passed: list[int] = []
         synced = True
         for run in runs:
-            case = next((c for c in run.result.cases if case_gate_key(c) == key), None)
-            ok = case is not None and case.measured and case.stats is not None
-            per.append(case.stats.throughput if ok else None)  # type: ignore[union-attr]
-            p50.append(case.stats.p50_ms if ok else None)  # type: ignore[union-attr]
+            found = next((c for c in run.result.cases if case_gate_key(c) == key), None)
+            stats = found.stats if found is not None and found.measured else None
+            ok = stats is not None
+            per.append(stats.throughput if stats is not None else None)
+            p50.append(stats.p50_ms if stats is not None else None)
             start = next((s for s in run.starts if s.key == key), None)
             if start is None:
                 synced = False if ok else synced
@@ -281,7 +283,7 @@ def run_bench_devices(request: BenchRequest, spec: DeviceSpec, progress: Progres
     """
 
     started = time.perf_counter()
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     refused = [
         flag
         for flag, value in (

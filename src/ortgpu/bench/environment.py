@@ -90,7 +90,7 @@ def _ort_distributions() -> tuple[str, ...]:
 
     found = []
     for dist in metadata.distributions():
-        name = (dist.metadata.get("Name") or "").lower()
+        name = (dist.metadata.get_all("Name") or [""])[0].lower()
         if name.startswith("onnxruntime"):
             found.append(f"{name}=={dist.version}")
     return tuple(sorted(set(found)))
@@ -161,7 +161,12 @@ def _machine(ep: str, device_id: int) -> dict[str, Any]:
         driver_version=driver.version,
         cuda_driver_version=driver.cuda_driver_version,
         gpu=GpuSummary(
-            gpu.index, gpu.name, gpu.uuid, gpu.memory_total_bytes, tuple(gpu.compute_capability), gpu.pci_bus_id
+            gpu.index,
+            gpu.name,
+            gpu.uuid,
+            gpu.memory_total_bytes,
+            (gpu.compute_capability[0], gpu.compute_capability[1]),
+            gpu.pci_bus_id,
         )
         if gpu is not None
         else None,

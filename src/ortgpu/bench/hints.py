@@ -39,9 +39,9 @@ def bench_hints(
     for case in cases:
         if case.status is CaseStatus.FAILED:
             hints.append(Hint(HintKind.FAILED, f"{case.key.label} failed: {case.reason}", case.key.label))
-    unstable = [c for c in measured if not c.stats.stable]
+    unstable = [c for c in measured if not c.latency.stable]
     if unstable:
-        worst = max(unstable, key=lambda c: c.stats.cv)
+        worst = max(unstable, key=lambda c: c.latency.cv)
         names = ", ".join(c.key.label for c in unstable[:4]) + (
             f" and {len(unstable) - 4} more" if len(unstable) > 4 else ""
         )
@@ -50,7 +50,7 @@ def bench_hints(
                 HintKind.UNSTABLE,
                 f"{len(unstable)} of {len(measured)} case(s) are not stable ({names}); "
                 f"worst {worst.key.label}: "
-                + "; ".join(worst.stats.problems)
+                + "; ".join(worst.latency.problems)
                 + ". Close other work, pin the clocks, measure longer (--duration)",
                 worst.key.label,
             )
@@ -88,20 +88,20 @@ def bench_hints(
     for case in measured:
         if not case.ep.is_gpu:
             continue
-        stats = case.stats
+        stats = case.latency
         rest = (case.batch, case.concurrency, case.sessions)
         graph = by_key.get((case.ep, BenchMode.CUDAGRAPH, *rest))
         bound = by_key.get((case.ep, BenchMode.IOBINDING, *rest))
-        if case.mode is BenchMode.IOBINDING and graph is not None and graph.stats.p50_ms < 0.9 * stats.p50_ms:
-            saved = 1 - graph.stats.p50_ms / stats.p50_ms
-            note("launch", case, f"{saved:.0%} ({stats.p50_ms:.3f} -> {graph.stats.p50_ms:.3f} ms)")
+        if case.mode is BenchMode.IOBINDING and graph is not None and graph.latency.p50_ms < 0.9 * stats.p50_ms:
+            saved = 1 - graph.latency.p50_ms / stats.p50_ms
+            note("launch", case, f"{saved:.0%} ({stats.p50_ms:.3f} -> {graph.latency.p50_ms:.3f} ms)")
         elif case.mode is BenchMode.RUN and graph is None and model.node_count:
             per_node_us = stats.p50_ms * 1e3 / model.node_count
             if per_node_us < _LAUNCH_BOUND_US_PER_NODE:
                 note("launch?", case, f"{per_node_us:.1f} µs per node")
-        if case.mode is BenchMode.RUN and bound is not None and stats.p50_ms > 1.1 * bound.stats.p50_ms:
-            share = 1 - bound.stats.p50_ms / stats.p50_ms
-            note("copy", case, f"{share:.0%} ({stats.p50_ms:.3f} vs {bound.stats.p50_ms:.3f} ms)")
+        if case.mode is BenchMode.RUN and bound is not None and stats.p50_ms > 1.1 * bound.latency.p50_ms:
+            share = 1 - bound.latency.p50_ms / stats.p50_ms
+            note("copy", case, f"{share:.0%} ({stats.p50_ms:.3f} vs {bound.latency.p50_ms:.3f} ms)")
         elif case.mode is BenchMode.RUN and bound is None:
             copy_ms = _io_bytes(case, model) / _PCIE_BYTES_PER_S * 1e3
             if copy_ms > 0.2 * stats.p50_ms:

@@ -144,6 +144,13 @@ class BenchCase:
     def measured(self) -> bool:
         return self.stats is not None and self.status in (CaseStatus.OK, CaseStatus.INTERRUPTED)
 
+    @property
+    def latency(self) -> LatencyStats:
+        """``stats`` of a case known to have them (callers pick cases by ``measured`` or ``stats`` first)."""
+        if self.stats is None:
+            raise ValueError(f"case {self.key.label} has no latency statistics ({self.status.value})")
+        return self.stats
+
 
 @dataclass(frozen=True)
 class Hint:
@@ -252,11 +259,11 @@ class BenchResult:
         """Case label -> the defaults' p50 at the same batch / this case's p50 (with --against-defaults)."""
         if self.defaults is None:
             return {}
-        base = {c.batch: c.stats.p50_ms for c in self.defaults.measured_cases}
+        base = {c.batch: c.latency.p50_ms for c in self.defaults.measured_cases}
         return {
-            c.key.label: base[c.batch] / c.stats.p50_ms
+            c.key.label: base[c.batch] / c.latency.p50_ms
             for c in self.measured_cases
-            if c.batch in base and c.stats.p50_ms > 0
+            if c.batch in base and c.latency.p50_ms > 0
         }
 
     @property

@@ -62,8 +62,8 @@ def with_speedups(cases: list[BenchCase]) -> list[BenchCase]:
     out = []
     for case in cases:
         ref = cpu.get((case.batch, case.concurrency, case.sessions))
-        if case.measured and case.ep.is_gpu and ref is not None and case.stats.p50_ms > 0:
-            case = dataclasses.replace(case, speedup_vs_cpu=ref.stats.p50_ms / case.stats.p50_ms)
+        if case.measured and case.ep.is_gpu and ref is not None and case.latency.p50_ms > 0:
+            case = dataclasses.replace(case, speedup_vs_cpu=ref.latency.p50_ms / case.latency.p50_ms)
         out.append(case)
     return out
 
@@ -136,12 +136,13 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         (request.model, request.config, request.baseline, request.npz, request.package),
         error=BenchInputError,
     )
-    baseline = load_result(request.baseline) if request.baseline is not None else None
+    baseline_path = request.baseline
+    baseline = load_result(baseline_path) if baseline_path is not None else None
     config = load_config(request.config)
     tell("inspecting the model", None)
     model = inspect_model(request.model)
-    if baseline is not None:
-        check_same_model(baseline, model.sha256, request.baseline)
+    if baseline is not None and baseline_path is not None:
+        check_same_model(baseline, model.sha256, baseline_path)
     spec = merge_input_spec(
         config.inputs,
         shapes=request.shapes,
@@ -185,7 +186,7 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
             measured.auto_ep,
             measured.ep_reason,
             measured.interrupted,
-            int(config.session.get("intra_op_num_threads", 0)),
+            config.session_int("intra_op_num_threads", 0),
         ),
         environment=measured.environment,
         input_notes=shape_sets[0].notes,
@@ -193,8 +194,8 @@ def run_bench(request: BenchRequest, progress: Progress | None = None) -> BenchR
         elapsed_s=time.perf_counter() - started,
         package=measured.package,
     )
-    if baseline is not None and result.measured_cases:
-        comparison = compare_to_baseline(result, baseline, Path(request.baseline), request.max_regression)
+    if baseline is not None and baseline_path is not None and result.measured_cases:
+        comparison = compare_to_baseline(result, baseline, Path(baseline_path), request.max_regression)
         if comparison.regressed and not result.interrupted:  # a case that flips on a re-measure is not a regression
             again = _remeasure(backend, request, config, model, by_batch, comparison, tell)
             comparison = confirm_regressions(comparison, again, baseline)

@@ -281,9 +281,10 @@ def _output_specs(model: ModelInfo, shapes: Shapes, probe: Callable[[], list[np.
         if info.rank is None:
             break
         dims = [d if isinstance(d, int) else symbols.get(d) if isinstance(d, str) else None for d in info.shape]
-        if any(d is None for d in dims):
+        known = [d for d in dims if d is not None]
+        if len(known) != len(dims):
             break
-        specs[info.name] = OutputSpec(tuple(int(d) for d in dims), info.dtype)
+        specs[info.name] = OutputSpec(tuple(int(d) for d in known), info.dtype)
     else:
         return specs
     outputs = probe()

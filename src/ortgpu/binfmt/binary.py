@@ -79,13 +79,13 @@ def read_elf(path: Path) -> ElfInfo:
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():
                         if tag.entry.d_tag == "DT_NEEDED":
-                            needed.append(tag.needed)
+                            needed.append(_tag_text(tag, "needed"))
                         elif tag.entry.d_tag == "DT_RPATH":
-                            rpath.extend(p for p in tag.rpath.split(":") if p)
+                            rpath.extend(p for p in _tag_text(tag, "rpath").split(":") if p)
                         elif tag.entry.d_tag == "DT_RUNPATH":
-                            runpath.extend(p for p in tag.runpath.split(":") if p)
+                            runpath.extend(p for p in _tag_text(tag, "runpath").split(":") if p)
                         elif tag.entry.d_tag == "DT_SONAME":
-                            soname = tag.soname
+                            soname = _tag_text(tag, "soname")
                 elif isinstance(section, GNUVerNeedSection):
                     for _verneed, aux_iter in section.iter_versions():
                         for aux in aux_iter:
@@ -104,6 +104,11 @@ def read_elf(path: Path) -> ElfInfo:
         runpath=tuple(runpath),
         glibc_floor=".".join(map(str, glibc)) if glibc else None,
     )
+
+
+def _tag_text(tag: object, name: str) -> str:
+    """A string pyelftools sets on a DynamicTag at run time (needed, rpath, runpath, soname): its types lack them."""
+    return str(getattr(tag, name))
 
 
 def read_pe(path: Path) -> PeInfo:

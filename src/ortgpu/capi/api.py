@@ -208,7 +208,7 @@ _STATUS = c_void_p
 
 
 class _Slot(NamedTuple):
-    index: int
+    position: int  # in the OrtApi table (not "index": that is tuple.index)
     since: int
     restype: Any
     argtypes: tuple[Any, ...]

@@ -65,9 +65,11 @@ class OrtLibrary:
         if not base:
             raise NotOrtLibraryError(f"{self.path.name}: OrtGetApiBase() returned NULL", "re-download the package")
         # OrtApiBase is exactly two pointers, forever (ORT static_asserts it): GetApi, GetVersionString
-        pointers = (c_void_p * 2).from_address(base)
-        self._get_api = _FUNCTYPE(c_void_p, c_uint32)(pointers[0])
-        self.version: str = (_FUNCTYPE(c_char_p)(pointers[1])() or b"").decode("utf-8", "replace")
+        get_api, get_version_string = (c_void_p * 2).from_address(base)
+        if not get_api or not get_version_string:
+            raise NotOrtLibraryError(f"{self.path.name}: OrtApiBase holds a NULL function", "re-download the package")
+        self._get_api = _FUNCTYPE(c_void_p, c_uint32)(get_api)
+        self.version: str = (_FUNCTYPE(c_char_p)(get_version_string)() or b"").decode("utf-8", "replace")
         library_api = api_version_of(self.version)
         if library_api is None:
             raise NotOrtLibraryError(
@@ -102,9 +104,9 @@ class OrtLibrary:
                     f"ONNX Runtime {self.version} lacks {name} (C API {slot.since}+)",
                     f"use ONNX Runtime 1.{slot.since} or newer for this feature",
                 )
-            address = c_void_p.from_address(self._api + slot.index * ctypes.sizeof(c_void_p)).value
+            address = c_void_p.from_address(self._api + slot.position * ctypes.sizeof(c_void_p)).value
             if not address:
-                raise NotOrtLibraryError(f"{self.path.name}: OrtApi slot {slot.index} ({name}) is NULL", "")
+                raise NotOrtLibraryError(f"{self.path.name}: OrtApi slot {slot.position} ({name}) is NULL", "")
             function = _FUNCTYPE(slot.restype, *slot.argtypes)(address)
             self._fns[name] = function
         return function

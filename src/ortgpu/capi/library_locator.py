@@ -263,7 +263,9 @@ def _elf_exports(path: Path, name: str) -> bool:
     try:
         with open(path, "rb") as handle:
             elf = ELFFile(handle)
-            tables = [s for s in elf.iter_sections() if isinstance(s, SymbolTableSection) and s.name == ".dynsym"]
+            tables: list[SymbolTableSection | DynamicSegment] = [
+                s for s in elf.iter_sections() if isinstance(s, SymbolTableSection) and s.name == ".dynsym"
+            ]
             if not tables:  # no section headers (stripped hard): the loader's own view, through PT_DYNAMIC
                 tables = [s for s in elf.iter_segments() if isinstance(s, DynamicSegment)]
             for table in tables:

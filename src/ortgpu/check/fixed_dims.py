@@ -70,7 +70,7 @@ def probe_fixed_dims(
     ``before``. None when there is nothing to fix (no open dim, or the config already fixes them all)."""
     fixed: FixedDims = fixed_dims_for(input_dim_labels(model), shapes)
     settings = fixed.session_settings(config.session)
-    if fixed.empty or all(dict(config.session.get(k) or {}) == v for k, v in settings.items()):
+    if fixed.empty or all(config.session_dims(k) == v for k, v in settings.items()):
         return None
     with open_session(
         model,

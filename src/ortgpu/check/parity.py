@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortgpu.accuracy.metrics import ErrorHistogram, error_metrics
 from ortgpu.errors import BadInputError
@@ -187,6 +187,30 @@ def _precision(dtype: np.dtype, base: Precision) -> Precision:
     return base
 
 
+class _Shapes(TypedDict):
+    """The dtypes and shapes of an output and its reference, shared by every verdict past the first checks."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    reference_dtype: str
+    reference_shape: tuple[int, ...]
+    elements: int
+
+
+class _Metrics(TypedDict):
+    """The error numbers over the elements finite on both sides (all None when there are none)."""
+
+    max_abs: float | None
+    max_rel: float | None
+    mean_abs: float | None
+    cosine: float | None
+    median_abs: float | None
+    snr_db: float | None
+    min_atol: float | None
+    min_rtol: float | None
+    histogram: ErrorHistogram | None
+
+
 def _scalar(value: Any) -> float | str:
     item = value.item() if hasattr(value, "item") else value
     if isinstance(item, (bytes, bytearray)):
@@ -218,13 +242,13 @@ def compare_output(
         return OutputParity(name, ParityStatus.SKIPPED, f"{type(actual).__name__} output: only tensors are compared")
     reference = np.asarray(reference)
     shape, ref_shape = tuple(actual.shape), tuple(reference.shape)
-    common = {
-        "dtype": str(actual.dtype),
-        "shape": shape,
-        "reference_dtype": str(reference.dtype),
-        "reference_shape": ref_shape,
-        "elements": int(actual.size),
-    }
+    common = _Shapes(
+        dtype=str(actual.dtype),
+        shape=shape,
+        reference_dtype=str(reference.dtype),
+        reference_shape=ref_shape,
+        elements=int(actual.size),
+    )
     if shape != ref_shape:
         return OutputParity(
             name, ParityStatus.FAIL, f"shape {list(shape)} differs from the reference {list(ref_shape)}", **common
@@ -290,24 +314,34 @@ def compare_output(
     )
 
 
-def _metrics(got: np.ndarray, want: np.ndarray, finite: np.ndarray, atol: float, rtol: float) -> dict[str, Any]:
+def _metrics(got: np.ndarray, want: np.ndarray, finite: np.ndarray, atol: float, rtol: float) -> _Metrics:
     found = error_metrics(got, want, finite, atol, rtol)
     if found is None:
-        return {"max_abs": None, "max_rel": None, "mean_abs": None, "cosine": None}
-    return {
-        "max_abs": found.max_abs,
-        "max_rel": found.max_rel,
-        "mean_abs": found.mean_abs,
-        "cosine": found.cosine,
-        "median_abs": found.median_abs,
-        "snr_db": found.snr_db,
-        "min_atol": found.min_atol,
-        "min_rtol": found.min_rtol,
-        "histogram": found.histogram,
-    }
+        return _Metrics(
+            max_abs=None,
+            max_rel=None,
+            mean_abs=None,
+            cosine=None,
+            median_abs=None,
+            snr_db=None,
+            min_atol=None,
+            min_rtol=None,
+            histogram=None,
+        )
+    return _Metrics(
+        max_abs=found.max_abs,
+        max_rel=found.max_rel,
+        mean_abs=found.mean_abs,
+        cosine=found.cosine,
+        median_abs=found.median_abs,
+        snr_db=found.snr_db,
+        min_atol=found.min_atol,
+        min_rtol=found.min_rtol,
+        histogram=found.histogram,
+    )
 
 
-def _compare_text(name: str, actual: np.ndarray, reference: np.ndarray, common: dict[str, Any]) -> OutputParity:
+def _compare_text(name: str, actual: np.ndarray, reference: np.ndarray, common: _Shapes) -> OutputParity:
     import numpy as np
 
     def as_text(array: np.ndarray) -> np.ndarray:

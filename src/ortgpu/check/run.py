@@ -9,7 +9,7 @@ then worked out here the same way for all.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -382,7 +382,8 @@ def _parity(
             compared,
             extra,
         )
-        return report, list(references)
+        used: list[Mapping[str, Any]] = list(references)
+        return report, used
     if executed.active_ep is ExecutionProvider.CPU:
         why = (
             "same EP: the session fell back to the CPU EP, nothing independent to compare with"
@@ -390,8 +391,9 @@ def _parity(
             else "same EP: the requested EP is the CPU EP (give --reference FILE.npz to compare)"
         )
         return ParityReport(ReferenceKind.NONE, ParityStatus.SKIPPED, why), None
+    expected: list[Mapping[str, Any]]
     if len(outputs) > 1 and executed.cpu_references is not None:
-        expected = executed.cpu_references()
+        expected = list(executed.cpu_references())
     else:
         expected = [dict(executed.cpu_reference())]
     compared = _compare_samples(request, outputs, expected, base, dataset)
@@ -401,7 +403,7 @@ def _parity(
 def _compare_samples(
     request: CheckRequest,
     outputs: list[dict[str, Any]],
-    references: list[Mapping[str, Any]],
+    references: Sequence[Mapping[str, Any]],
     base: Precision,
     dataset: Dataset,
 ) -> tuple[OutputParity, ...]:

@@ -30,8 +30,7 @@ def render_fleet(report: Any, console: Any) -> None:
     if report.drift:
         console.print(f"[yellow]drift[/] between nodes in: {', '.join(report.drift)}")
     table = Table(show_lines=True, title=f"Ray cluster {x(report.address or '')}", title_justify="left")
-    columns = [
-        ("node", None),
+    columns: list[tuple[str, str]] = [  # (title, the node's attribute) after "node"
         ("GPUs", "gpus"),
         ("driver", "driver"),
         ("CUDA (driver)", "cuda_driver"),
@@ -39,12 +38,12 @@ def render_fleet(report: Any, console: Any) -> None:
         ("ORT", "ort_version"),
         ("verdict", "ready"),
     ]
-    for title, _ in columns:
+    for title in ["node", *(heading for heading, _ in columns)]:
         table.add_column(title, overflow="fold")
-    common = {name: majority(report.nodes, name) for _, name in columns if name}
+    common = {name: majority(report.nodes, name) for _, name in columns}
     for node in report.nodes:
         cells = [f"{x(node.host)}\n[dim]{x(node.address)} {x(node.node_id[:12])}[/]"]
-        for _, name in columns[1:-1]:
+        for _, name in columns[:-1]:
             value = getattr(node, name)
             text = "\n".join(_count(value)) if isinstance(value, tuple) else (value or "–")
             key = tuple(value) if isinstance(value, tuple) else value

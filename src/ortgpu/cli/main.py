@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return int(ExitCode.BAD_INPUT)
     except MemoryError:
-        error = EnvironmentUnfitError(
+        error: OrtgpuError = EnvironmentUnfitError(
             "ran out of memory", "free memory, or ask for less (smaller --shape / --batch, a smaller model)"
         )
         _report_error(error, as_json)

@@ -163,7 +163,7 @@ def run_in_python(
             for k, name in enumerate(names):
                 value = np.asarray(sample[name])
                 arrays[f"s{index}_{k}"] = value.astype(str) if value.dtype.kind == "O" else value
-        np.savez(work / "inputs.npz", **arrays)
+        np.savez(work / "inputs.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub: **kwds may fill allow_pickle
         spec = {
             "model": str(Path(model).resolve()),
             "ep": ep_ort_name,

@@ -37,6 +37,7 @@ from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import ModelInfo, inspect_model
 from ortgpu.npz import load_npz
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import silent
 from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session import open_session
 
@@ -209,13 +210,13 @@ def _run_side(
         tell(f"{side.name}: {side.path.name} through {side.package}", None)
         side.outputs = []
         for f in feeds:
-            run = capi_runner.run_package_model(
+            package_run = capi_runner.run_package_model(
                 side.package, side.path, f, side.ep.value, config.options_for(side.ep), profile=False
             )
-            side.outputs.append(dict(run.outputs))
-        side.ort_version = run.ort_version
-        side.providers = tuple(run.appended_providers)
-        side.runner = f"C library {run.library} (onnxruntime {run.ort_version})"
+            side.outputs.append(dict(package_run.outputs))
+        side.ort_version = package_run.ort_version
+        side.providers = tuple(package_run.appended_providers)
+        side.runner = f"C library {package_run.library} (onnxruntime {package_run.ort_version})"
 
 
 def _base_precision(sides: Sequence[_Side], infos: Sequence[ModelInfo]) -> Precision:
@@ -277,15 +278,15 @@ def _latency(
     first = dataset.samples[0].inputs
     if a.kind is SideKind.PYTHON:
         batch = first.batch or 1
-        stats = [compute_stats(s.latencies_ns, batch, 0.0) if s.latencies_ns else None for s in (a, b)]
+        both = [compute_stats(s.latencies_ns, batch, 0.0) if s.latencies_ns else None for s in (a, b)]
         return LatencyDiff(
             f"the same runner script in each interpreter: {len(a.latencies_ns)} and {len(b.latencies_ns)} timed "
             f"session.run calls ({request.duration_s:g} s each) after 10 warm-up runs, numpy in and out",
             first.batch,
-            stats[0].p50_ms if stats[0] else None,
-            stats[1].p50_ms if stats[1] else None,
-            stats[0].p95_ms if stats[0] else None,
-            stats[1].p95_ms if stats[1] else None,
+            both[0].p50_ms if both[0] else None,
+            both[1].p50_ms if both[1] else None,
+            both[0].p95_ms if both[0] else None,
+            both[1].p95_ms if both[1] else None,
             request.max_regression,
         )
 
@@ -369,7 +370,7 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Co
     anything runs; an environment that cannot run a side is exit 3. A comparison that ran returns a result whose
     ``failures`` name outputs beyond tolerance, missing outputs and a latency regression."""
 
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     if not (request.max_regression >= 0 and request.duration_s > 0):
         raise CompareError("--max-regression must be >= 0 and --duration > 0", "e.g. --max-regression 10%")
     a, b = _sides(request)

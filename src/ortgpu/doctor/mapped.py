@@ -51,17 +51,17 @@ def mapped_libraries(
     for path in attempt.mapped:
         if path.name.startswith("libonnxruntime"):
             continue
-        need = by_real.get(path.resolve())
+        resolution = by_real.get(path.resolve())
         if attempt.preload_calls and plan is not None and plan.covers(path):
             why = f"loaded by full path by onnxruntime.preload_dlls() from {path.parent}, before the provider asked"
-            if need is not None and need.path is not None and need.path.resolve() != path.resolve():
-                why += f"; without it the loader would pick {need.path}"
-        elif need is None:
+            if resolution is not None and resolution.path is not None and resolution.path.resolve() != path.resolve():
+                why += f"; without it the loader would pick {resolution.path}"
+        elif resolution is None:
             why = "opened at run time by another CUDA library (not predicted by the static search)"
-        elif need.path is not None and need.path.resolve() == path.resolve():
-            why = _WHY.get(need.source, "found by the loader") if need.source else "found by the loader"
-            if need.also_at:
-                first = need.also_at[0]
+        elif resolution.path is not None and resolution.path.resolve() == path.resolve():
+            why = _WHY.get(resolution.source, "found by the loader") if resolution.source else "found by the loader"
+            if resolution.also_at:
+                first = resolution.also_at[0]
                 why += f"; the copy at {first.path} ({first.source.value}) is not used"
         else:
             why = "loaded before the loader's search reached its first candidate (preloaded or LD_PRELOAD)"

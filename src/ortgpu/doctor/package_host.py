@@ -65,13 +65,13 @@ def linux_host_checks(
             entry = seen.setdefault(result.soname, (result, set(), result.lazy))
             entry[1].add(lib.role)
     system_ok: list[str] = []
-    for soname, (result, roles, lazy) in seen.items():
+    for soname, (result, roles, opened_lazily) in seen.items():
         if soname in bundled:
             continue  # shipped in the package, next to the library that needs it
         if result.system and result.ok:
             system_ok.append(soname)
             continue
-        checks.append(_library_check(analysis, result, roles, lazy))
+        checks.append(_library_check(analysis, result, roles, opened_lazily))
     if system_ok:
         checks.append(
             Check(

@@ -16,6 +16,7 @@ from typing import Any
 
 from ortgpu.errors import ExitCode
 from ortgpu.fix.plan import FixPlan, FixStep, plan_fixes
+from ortgpu.progress import silent
 
 __all__ = ["DoctorState", "FixResult", "StepRun", "doctor_in_child", "fix_environment", "run_command"]
 
@@ -111,7 +112,7 @@ def fix_environment(
 ) -> FixResult:
     """Plan the pip fixes for ``report`` (a DoctorReport of this machine); with ``apply`` run them in order,
     stopping at the first failure, then re-run the doctor. Manual steps are never run."""
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     plan = plan or plan_fixes(report)
     before = DoctorState.from_report(report)
     if not apply or not plan.runnable:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ortgpu.doctor.cuda_fixes import component_of, pip_packages_for
 from ortgpu.host.distributions import DistributionFlavour, OrtDistribution
@@ -179,7 +179,7 @@ def plan_fixes(
     *,
     python: str | None = None,
     prefix: Path | None = None,
-    externally_managed: str | bool | None = False,
+    externally_managed: str | Literal[False] | None = False,
 ) -> FixPlan:
     """The fix plan for a DoctorReport of this machine. ``python``/``prefix`` default to this interpreter's;
     ``externally_managed`` False asks PEP 668's marker, a string or None says it (tests)."""

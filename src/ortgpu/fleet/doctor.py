@@ -15,6 +15,7 @@ from typing import Any
 
 from ortgpu.doctor.machine import diagnose
 from ortgpu.errors import ExitCode
+from ortgpu.progress import silent
 from ortgpu.scale.ray_cluster import connect, import_ray
 
 __all__ = ["DRIFT_FIELDS", "FleetReport", "NodeReport", "find_drift", "node_facts", "run_fleet_doctor"]
@@ -116,7 +117,7 @@ def run_fleet_doctor(address: str | None = None, progress: Progress | None = Non
     Raises RayUnavailableError (exit 3) when Ray is missing or no cluster can be reached.
     """
     started = time.perf_counter()
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     cluster = connect(address)
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

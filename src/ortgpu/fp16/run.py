@@ -45,6 +45,7 @@ from ortgpu.fp16.validate import EngineChoice, choose_engine, open_engine
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import silent
 from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session.providers import missing_from_build_error
 
@@ -271,7 +272,7 @@ def run_fp16(request: Fp16Request, progress: Progress | None = None) -> Fp16Resu
     ``passed`` False and writes nothing unless ``force``.
     """
 
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     config = load_config(request.config)
     _check_request(request, config.source)
     tell("reading the model", 0.0)
@@ -483,5 +484,5 @@ def _speed(request: Fp16Request, fp32_path: Path, written: bool, passed: bool, d
         )
         cases = result.measured_cases
         p50.append(cases[0].stats.p50_ms if cases and cases[0].stats else None)
-    note = None if passed else "the fp16 model did not pass validation (--force)"
-    return Speed(request.ep, mode, request.bench_batch or first.batch, p50[0], p50[1], note)
+    verdict = None if passed else "the fp16 model did not pass validation (--force)"
+    return Speed(request.ep, mode, request.bench_batch or first.batch, p50[0], p50[1], verdict)

@@ -192,7 +192,7 @@ def find_distributions(paths: Sequence[str] | None = None) -> DistributionsRepor
     for dist in importlib.metadata.distributions(path=search):
         if not _provides_module(dist):  # first: cheaper than parsing every distribution's METADATA
             continue
-        name = dist.metadata.get("Name") or ""
+        name = (dist.metadata.get_all("Name") or [""])[0]
         if not name or _normalise(name) in found:
             continue
         site_dir = Path(str(dist.locate_file("")))

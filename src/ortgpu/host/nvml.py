@@ -110,7 +110,7 @@ def query_driver(nvml: Any = None, environ: Mapping[str, str] | None = None) -> 
     return DriverInfo(True, version, cuda, gpus, None, library)
 
 
-def _cuda_version(nvml: Any, error_type: type) -> str | None:
+def _cuda_version(nvml: Any, error_type: type[BaseException]) -> str | None:
     getter = getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
     try:
         value = int(getter())

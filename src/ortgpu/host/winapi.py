@@ -58,8 +58,16 @@ def _kernel32() -> Any:
     return k32
 
 
+def _winreg() -> Any:
+    """The winreg module, typed as Any: typeshed declares its names only under ``sys.platform == "win32"``, so a
+    type check run on Linux would see none of them."""
+    import winreg
+
+    return winreg
+
+
 def _hive(key: str) -> tuple[Any, str]:
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     hive, _, sub = key.partition("\\")
     roots = {
@@ -74,7 +82,7 @@ def _hive(key: str) -> tuple[Any, str]:
 
 
 def _access(view: str) -> int:
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     # "64"/"32" pick the registry view explicitly (KEY_WOW64_*); "native" is the process's own view.
     return winreg.KEY_READ | {"native": 0, "64": winreg.KEY_WOW64_64KEY, "32": winreg.KEY_WOW64_32KEY}[view]
@@ -86,7 +94,7 @@ def registry_value(key: str, name: str, view: str = "native") -> str | int | Non
     REG_EXPAND_SZ strings come back unexpanded (the caller expands them against the right environment).
     """
     _require_windows()
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     root, sub = _hive(key)
     try:
@@ -100,7 +108,7 @@ def registry_value(key: str, name: str, view: str = "native") -> str | int | Non
 def registry_values(key: str, view: str = "native") -> dict[str, str | int]:
     """Every string or integer value of a key (e.g. KnownDLLs); empty when the key does not exist."""
     _require_windows()
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     root, sub = _hive(key)
     out: dict[str, str | int] = {}
@@ -122,7 +130,7 @@ def registry_values(key: str, view: str = "native") -> dict[str, str | int]:
 
 def registry_subkeys(key: str, view: str = "native") -> tuple[str, ...]:
     _require_windows()
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     root, sub = _hive(key)
     names: list[str] = []
@@ -142,7 +150,7 @@ def registry_subkeys(key: str, view: str = "native") -> tuple[str, ...]:
 
 def expand_environment_strings(text: str) -> str:
     _require_windows()
-    import winreg  # type: ignore[import-not-found]
+    winreg = _winreg()
 
     return str(winreg.ExpandEnvironmentStrings(text))
 

@@ -266,10 +266,10 @@ def _cudnn_folders(host: WindowsHost, entries: Sequence[PathEntry]) -> list[DllF
     out: list[DllFolder] = []
     for version in host.listdir(root):
         bin_dir = ntpath.join(root, version, "bin")
-        candidates = [(bin_dir, None)]
-        for cuda in host.listdir(bin_dir):
-            sub = ntpath.join(bin_dir, cuda)
-            candidates += [(sub, cuda), (ntpath.join(sub, "x64"), cuda)]
+        candidates: list[tuple[str, str | None]] = [(bin_dir, None)]
+        for cuda_name in host.listdir(bin_dir):
+            sub = ntpath.join(bin_dir, cuda_name)
+            candidates += [(sub, cuda_name), (ntpath.join(sub, "x64"), cuda_name)]
         for folder, cuda in candidates:
             if _has(host, folder, r"^cudnn64_\d+\.dll$"):
                 label = f"cuDNN {version.lstrip('vV')}" + (f" for CUDA {cuda}" if cuda else "") + " (NVIDIA installer)"

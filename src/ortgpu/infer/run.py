@@ -38,6 +38,7 @@ from ortgpu.infer.store import (
 from ortgpu.infer.worker import STAGES, ItemRecord, WorkerSpec, input_digest, reader_threads
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_writable_folder
+from ortgpu.progress import silent
 from ortgpu.scale.devices import DeviceSpec, plan_slots
 from ortgpu.scale.ray_cluster import connect
 from ortgpu.session import best_available_ep
@@ -205,7 +206,7 @@ def run_infer(
     run here, RayUnavailableError (exit 3) for --ray without Ray or a cluster to reach."""
 
     started = time.perf_counter()
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     request.validate()
     model = inspect_model(request.model)
     load_config(request.config)  # a bad config is one error here, not one per worker

@@ -20,6 +20,7 @@ from ortgpu.inspect.graph import Inference, domain_name, walk
 from ortgpu.inspect.registry import RegistryError, match_node, read_registry
 from ortgpu.inspect.result import KernelCoverage, KernelSource, KernelStatus, NodeOffEp
 from ortgpu.model.inspect import ModelInfo
+from ortgpu.progress import silent
 from ortgpu.runtime.guard import import_onnxruntime
 from ortgpu.session import ProviderUnavailableError, open_session
 from ortgpu.session.providers import missing_from_build_error
@@ -154,7 +155,7 @@ def kernel_coverage(
 ) -> KernelCoverage:
     """Ask the installed onnxruntime which nodes its CUDA EP takes: a real CUDA session when the EP starts here,
     else its kernel registry (in a child process), else "not determined" with the cause."""
-    say = report or (lambda message, fraction=None: None)
+    say = report or silent
     try:
         ort = import_onnxruntime("asking ORT's CUDA EP which nodes it takes")
     except OrtgpuError:

@@ -227,7 +227,7 @@ def validate_document(doc: Any) -> list[str]:
     known = set(ids)
     with_patterns = {e.get("id") for e in doc["entries"] if isinstance(e, dict) and e.get("patterns")}
     if len(ids) != len(known):
-        problems.append("duplicate ids: " + ", ".join(sorted({i for i in ids if ids.count(i) > 1})))
+        problems.append("duplicate ids: " + ", ".join(sorted({str(i) for i in ids if ids.count(i) > 1})))
     for e in doc["entries"]:
         if not isinstance(e, dict):
             problems.append(f"entry is not an object: {e!r}")

@@ -91,9 +91,9 @@ def find_hits(text: str | Paste, kb: KnowledgeBase | None = None) -> tuple[Hit, 
         if hit is not None:
             hits[entry.id] = hit
     for signal in extract_signals(paste):
-        entry = _claimant(kb, signal)
-        if entry is not None:
-            hits[entry.id] = _with_signal(hits.get(entry.id), entry, signal, paste)
+        claimant = _claimant(kb, signal)
+        if claimant is not None:
+            hits[claimant.id] = _with_signal(hits.get(claimant.id), claimant, signal, paste)
     head = _head(paste)
     glued: Paste | None = None
     squeezed: tuple[str, tuple[int, ...]] | None = None

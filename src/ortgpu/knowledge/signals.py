@@ -13,17 +13,9 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.binding_signals import ort_library_missing
-from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
-from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
-from ortgpu.knowledge.import_signals import (
-    broken_import,
-    device_says_cpu,
-    env_not_initialised,
-    shadowed_gpu_install,
-    wrapper_check,
-)
+from ortgpu.knowledge.import_signals import broken_import, shadowed_gpu_install
+from ortgpu.knowledge.late_extractors import LATE_EXTRACTORS
 from ortgpu.knowledge.listing_signals import listed_distributions
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
@@ -49,13 +41,7 @@ from ortgpu.knowledge.usage_signals import (
     two_packages_in_prose,
     web_backend,
 )
-from ortgpu.knowledge.version_signals import (
-    SYMBOL_FAILURE,
-    dll_init_failed,
-    model_too_new,
-    symbol_mismatch,
-    two_runtimes,
-)
+from ortgpu.knowledge.version_signals import SYMBOL_FAILURE
 from ortgpu.knowledge.warning_signals import benign_warnings
 
 __all__ = ["CUDA_ONLY_OPS", "FUSED_OPS", "FailingNode", "Signal", "SignalKind", "extract_signals", "failing_nodes"]
@@ -632,10 +618,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         device_not_in_session(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
-        *(device_says_cpu(paste), wrapper_check(paste)),
-        *(env_not_initialised(paste), anticipated_classes(paste)),
-        *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
-        *(cpu_instructions(paste), custom_op_library(paste), empty_output(paste), old_windows(paste)),
+        *(extractor(paste) for extractor in LATE_EXTRACTORS),
     )
     found = tuple(s for extractor in extractors for s in itertools.islice(extractor, MAX_SIGNALS_PER_KIND))
     missing = any(s.kind is SignalKind.MISSING_LIBRARY for s in found)

@@ -166,8 +166,7 @@ def nvidia_pip_dirs(sys_path: Iterable[str]) -> tuple[Path, ...]:
         trt = base / "tensorrt_libs"
         if trt.is_dir():
             out.append(trt)
-    seen: set[Path] = set()
-    return tuple(p for p in out if not (p in seen or seen.add(p)))
+    return tuple(dict.fromkeys(out))  # each folder once, first place kept
 
 
 _LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(.+?)\s*$")
@@ -348,9 +347,7 @@ def _other_versions(soname: str, requester: ElfInfo | None, env: LoaderEnv) -> t
         except OSError:
             continue
         hits += [directory / n for n in names if n.startswith(prefix) and n != soname]
-    seen: set[Path] = set()
-    unique = [p for p in hits if not (p in seen or seen.add(p))]
-    return tuple(sorted(unique, key=str))
+    return tuple(sorted(dict.fromkeys(hits), key=str))
 
 
 def resolve_needs(

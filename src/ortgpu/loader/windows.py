@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypedDict
 
 from ortgpu.host.windows import WindowsHost, same_dir
 from ortgpu.host.windows_facts import (
@@ -247,6 +248,16 @@ def _other_version_pattern(name: str) -> re.Pattern[str] | None:
     return re.compile(re.escape(match.group(1)) + r"\d+(?:_\d+)?\.dll$", re.IGNORECASE)
 
 
+class _Request(TypedDict):
+    """What every resolution of one request carries, whatever the search finds."""
+
+    name: str
+    requested_by: str
+    kind: NeedKind
+    order: OrderKind
+    component: Component
+
+
 class DllResolver:
     """Resolves DLL names on one host, keeping the loaded-module list as the real process would."""
 
@@ -273,7 +284,7 @@ class DllResolver:
             return dataclasses.replace(
                 prior, name=name, requested_by=requested_by, kind=kind, order=order.kind, chosen=chosen
             )
-        base = dict(name=name, requested_by=requested_by, kind=kind, order=order.kind, component=component)
+        base = _Request(name=name, requested_by=requested_by, kind=kind, order=order.kind, component=component)
         if key.startswith(("api-ms-win-", "ext-ms-")):
             result = DllResolution(
                 **base, status=DllStatus.SYSTEM, chosen=DllCopy(name, SearchStep.API_SET, "API set", None, None)
@@ -289,7 +300,7 @@ class DllResolver:
             self.loaded[key] = result
         return result
 
-    def _search(self, name: str, order: SearchOrder, base: dict[str, object]) -> DllResolution:
+    def _search(self, name: str, order: SearchOrder, base: _Request) -> DllResolution:
         hits: list[DllCopy] = []
         for entry in order.dirs:
             path = self.host.find(entry.directory, name)
@@ -300,7 +311,7 @@ class DllResolver:
         if hits:
             first = hits[0]
             status = DllStatus.FOUND if first.machine == self.machine else DllStatus.BAD_IMAGE
-            return DllResolution(**base, status=status, chosen=first, later=tuple(hits[1:]), off_path=off)  # type: ignore[arg-type]
+            return DllResolution(**base, status=status, chosen=first, later=tuple(hits[1:]), off_path=off)
         others = self._other_versions(name, order) if component in _VERSIONED else ()
         if off:
             status = DllStatus.OFF_PATH
@@ -308,7 +319,7 @@ class DllResolver:
             status = DllStatus.WRONG_MAJOR
         else:
             status = DllStatus.MISSING
-        return DllResolution(**base, status=status, chosen=None, off_path=off, other_versions=others)  # type: ignore[arg-type]
+        return DllResolution(**base, status=status, chosen=None, off_path=off, other_versions=others)
 
     def _unsearched(self, order: SearchOrder) -> list[DllFolder]:
         return [f for f in self.folders if not any(same_dir(f.path, d.directory) for d in order.dirs)]
@@ -324,11 +335,11 @@ class DllResolver:
             chosen = loaded.chosen
             if chosen is None or chosen.step in (SearchStep.API_SET, SearchStep.KNOWN_DLL):
                 continue
-            folder = ntpath.dirname(chosen.path)
+            beside = ntpath.dirname(chosen.path)
             searched = [d.directory for d in order.dirs] + list(self._system_dirs)
-            if any(same_dir(folder, d) for d in searched):
+            if any(same_dir(beside, d) for d in searched):
                 continue
-            path = self.host.find(folder, name)
+            path = self.host.find(beside, name)
             if path and not any(c.path.lower() == path.lower() for c in out):
                 # e.g. cuDNN's sub-libraries copied next to the provider: cuDNN opens them by name, so the
                 # standard search (python.exe's folder, System32, ..., PATH) decides, not cudnn64_9.dll's folder
@@ -340,7 +351,7 @@ class DllResolver:
         if pattern is None:
             return ()
         out: list[DllCopy] = []
-        places = [(d.directory, d.step, d.note) for d in order.dirs]
+        places: list[tuple[str, SearchStep | None, str]] = [(d.directory, d.step, d.note) for d in order.dirs]
         places += [(f.path, None, f"{f.label}, not searched") for f in self._unsearched(order)]
         for directory, step, note in places:
             for entry in self.host.listdir(directory):

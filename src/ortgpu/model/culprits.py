@@ -69,7 +69,8 @@ def _positional_value(shape: Sequence[int | str | None], axis: int) -> int:
     """A plausible value for a dim whose name says nothing: image-like [N, C, H, W] inputs get 224 x 224."""
     if len(shape) == 4 and shape[1] in (1, 3) and axis in (2, 3):
         return 224
-    return example_value(shape[axis] if isinstance(shape[axis], str) else None)
+    dim = shape[axis]
+    return example_value(dim if isinstance(dim, str) else None)
 
 
 def find_open_dims(

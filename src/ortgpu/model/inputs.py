@@ -248,11 +248,11 @@ def resolve_shapes(
             shapes[info.name] = tuple(given[info.name])
             continue
         if info.name in spec.shapes:
-            shape = list(spec.shapes[info.name])
-            if spec.batch is not None and _leading_is_open(info) and shape[0] != spec.batch:
-                notes.append(f"input {info.name!r}: leading dim {shape[0]} from --shape replaced by batch {spec.batch}")
-                shape[0] = spec.batch
-            shapes[info.name] = tuple(shape)
+            dims = list(spec.shapes[info.name])
+            if spec.batch is not None and _leading_is_open(info) and dims[0] != spec.batch:
+                notes.append(f"input {info.name!r}: leading dim {dims[0]} from --shape replaced by batch {spec.batch}")
+                dims[0] = spec.batch
+            shapes[info.name] = tuple(dims)
             continue
         if info.rank is None:
             raise InputError(

@@ -115,7 +115,8 @@ def parse_trace(events: Iterable[Mapping[str, Any]], warmup: int) -> Trace:
         category = event.get("cat")
         if category == "Node":
             name = str(event.get("name", ""))
-            args = event.get("args") if isinstance(event.get("args"), dict) else {}
+            given = event.get("args")
+            args: Mapping[str, Any] = given if isinstance(given, dict) else {}
             if not name.endswith("_kernel_time") or not args.get("op_name"):
                 parent = None
                 continue

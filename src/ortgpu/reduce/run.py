@@ -19,6 +19,7 @@ from ortgpu.errors import BadInputError
 from ortgpu.model.inputs import InputSpec
 from ortgpu.model.inspect import inspect_model
 from ortgpu.output_paths import check_outputs
+from ortgpu.progress import silent
 from ortgpu.reduce.conditions import Condition, ConditionKind, Outcome, condition_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,7 +151,7 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
     show gives a result with ``reproduced`` False and nothing written."""
     import numpy as np
 
-    tell = progress or (lambda message, fraction=None: None)
+    tell = progress or silent
     out = Path(request.output)
     if out.suffix != ".onnx":
         raise ReduceError(f"-o {out}: needs a file name ending in .onnx", "e.g. -o reduced.onnx")
@@ -267,7 +268,8 @@ def run_reduce(request: ReduceRequest, progress: Progress | None = None) -> Redu
     inputs_file = None
     if request.save_inputs is not None:
         arrays = {n: np.asarray(feeds[n] if n in feeds else values[n]) for n in inputs if n in feeds or n in values}
-        atomic_write(request.save_inputs, lambda handle: np.savez(handle, **arrays))
+        # numpy's stub lets **kwds fill allow_pickle (a bool); these keys are the model's input names
+        atomic_write(request.save_inputs, lambda handle: np.savez(handle, **arrays))  # type: ignore[arg-type]
         inputs_file = Path(request.save_inputs)
     kept = tuple(f"{n.op_type} ({n.name})" for n in reduced.graph.node)
     tell("done", 1.0)

@@ -84,7 +84,7 @@ def _distribution(cases: Sequence[BenchCase]) -> Figure:
         ax = fig.add_subplot()
         boxes = []
         for case in chosen:
-            q = case.stats.quantiles_ms
+            q = case.latency.quantiles_ms
             boxes.append(
                 {
                     "label": f"{_series_label(case)} b{case.batch}",
@@ -93,7 +93,7 @@ def _distribution(cases: Sequence[BenchCase]) -> Figure:
                     "med": q[50],
                     "q3": q[75],
                     "whishi": q[99],
-                    "mean": case.stats.mean_ms,
+                    "mean": case.latency.mean_ms,
                     "fliers": [q[0], q[100]],
                 }
             )
@@ -129,10 +129,10 @@ def _batch_sweep(cases: Sequence[BenchCase], batches: Sequence[int]) -> Figure:
         for label, items in series.items():
             items = sorted(items, key=lambda c: c.batch)
             xs = [c.batch for c in items]
-            p50 = [c.stats.p50_ms for c in items]
-            p95 = [c.stats.p95_ms - c.stats.p50_ms for c in items]
+            p50 = [c.latency.p50_ms for c in items]
+            p95 = [c.latency.p95_ms - c.latency.p50_ms for c in items]
             left.errorbar(xs, p50, yerr=[[0] * len(xs), p95], marker="o", capsize=3, label=label)
-            right.plot(xs, [c.stats.throughput for c in items], marker="o", label=label)
+            right.plot(xs, [c.latency.throughput for c in items], marker="o", label=label)
         for ax, ylabel in ((left, "p50 latency (ms); bar up to p95"), (right, "throughput (samples/s)")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(list(batches), [str(b) for b in batches])
@@ -159,8 +159,8 @@ def _concurrency(cases: Sequence[BenchCase], levels: Sequence[int]) -> Figure:
             if len(items) < 2:
                 continue
             xs = [c.concurrency for c in items]
-            left.plot(xs, [c.stats.throughput for c in items], marker="o", label=label)
-            right.plot(xs, [c.stats.p50_ms for c in items], marker="o", label=label)
+            left.plot(xs, [c.latency.throughput for c in items], marker="o", label=label)
+            right.plot(xs, [c.latency.p50_ms for c in items], marker="o", label=label)
         for ax, ylabel in ((left, "throughput (samples/s)"), (right, "p50 latency (ms)")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(list(levels), [str(v) for v in levels])
@@ -187,7 +187,7 @@ def _cpu_vs_gpu(cases: Sequence[BenchCase]) -> Figure:
         ax = fig.add_subplot()
         width = 0.8 / max(len(series), 1)
         for i, (label, items) in enumerate(series.items()):
-            by_batch = {c.batch: c.stats.p50_ms for c in items}
+            by_batch = {c.batch: c.latency.p50_ms for c in items}
             xs = [b + (i - (len(series) - 1) / 2) * width for b in range(len(batches))]
             values = [by_batch.get(b, 0.0) for b in batches]
             bars = ax.bar(xs, values, width, label=label)
@@ -355,14 +355,15 @@ def _against_defaults(result: BenchResult) -> str:
         base = defaults.get(case.batch)
         if base is not None:
             rows.append(
-                f'<tr><td>{case.batch}</td><td class="l">ORT defaults (run)</td><td>{_ms(base.stats.p50_ms)}</td>'
-                f"<td>{_ms(base.stats.p95_ms)}</td><td>{base.stats.throughput:,.0f}</td><td>1.00x</td></tr>"
+                f'<tr><td>{case.batch}</td><td class="l">ORT defaults (run)</td><td>{_ms(base.latency.p50_ms)}</td>'
+                f"<td>{_ms(base.latency.p95_ms)}</td><td>{base.latency.throughput:,.0f}</td><td>1.00x</td></tr>"
             )
         speedup = speedups.get(case.key.label)
+        stats = case.latency
         rows.append(
             f'<tr><td>{case.batch}</td><td class="l">{_e(config)} ({_e(case.mode.value)})</td>'
-            f"<td><b>{_ms(case.stats.p50_ms)}</b></td><td>{_ms(case.stats.p95_ms)}</td>"
-            f"<td>{case.stats.throughput:,.0f}</td><td><b>{'–' if speedup is None else f'{speedup:.2f}x'}</b></td></tr>"
+            f"<td><b>{_ms(stats.p50_ms)}</b></td><td>{_ms(stats.p95_ms)}</td>"
+            f"<td>{stats.throughput:,.0f}</td><td><b>{'–' if speedup is None else f'{speedup:.2f}x'}</b></td></tr>"
         )
     return (
         f"<h2>Against ORT's defaults</h2><p>{_e(config)} against ORT's defaults (no config, numpy in/out), measured "

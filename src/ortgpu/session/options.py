@@ -38,16 +38,16 @@ def build_session_options(config: Config, *, log_severity: int, logid: str) -> o
         )
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level.ort_attr)
     options.execution_mode = getattr(ort.ExecutionMode, ExecutionMode(settings["execution_mode"]).ort_attr)
-    options.intra_op_num_threads = int(settings["intra_op_num_threads"])
-    options.inter_op_num_threads = int(settings["inter_op_num_threads"])
+    options.intra_op_num_threads = config.session_int("intra_op_num_threads")
+    options.inter_op_num_threads = config.session_int("inter_op_num_threads")
     options.enable_mem_pattern = bool(settings["enable_mem_pattern"])
     options.enable_mem_reuse = bool(settings["enable_mem_reuse"])
     options.enable_cpu_mem_arena = bool(settings["enable_cpu_mem_arena"])
     options.use_deterministic_compute = bool(settings["use_deterministic_compute"])
-    for name, value in dict(settings.get("free_dims") or {}).items():
-        options.add_free_dimension_override_by_name(name, int(value))
-    for denotation, value in dict(settings.get("free_dim_denotations") or {}).items():
-        options.add_free_dimension_override_by_denotation(denotation, int(value))
+    for name, value in config.session_dims("free_dims").items():
+        options.add_free_dimension_override_by_name(name, value)
+    for denotation, value in config.session_dims("free_dim_denotations").items():
+        options.add_free_dimension_override_by_denotation(denotation, value)
     options.log_severity_level = log_severity
     options.logid = logid
     return options
@@ -58,7 +58,7 @@ def run_options(config: Config) -> onnxruntime.RunOptions:
     ort = import_onnxruntime()
 
     options = ort.RunOptions()
-    options.log_severity_level = int(config.session["run_log_severity_level"])
+    options.log_severity_level = config.session_int("run_log_severity_level")
     return options
 
 

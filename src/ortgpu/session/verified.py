@@ -226,7 +226,7 @@ def _create(
     ort = import_onnxruntime()
 
     logid = f"ortgpu-{uuid.uuid4().hex[:12]}"
-    severity = VERBOSE if collect_placement else int(config.session["log_severity_level"])
+    severity = VERBOSE if collect_placement else config.session_int("log_severity_level")
     session_options = build_session_options(config, log_severity=severity, logid=logid)
     if profile_dir is not None:
         session_options.enable_profiling = True
@@ -244,6 +244,7 @@ def _create(
             # ORT says why a node left the device EP ("Force fallback to CPU ...") through its process-wide
             # default logger at INFO; raised for the build only, then back to ORT's default (warning).
             ort.set_default_logger_severity(1)
+        failure: BaseException | None
         start = time.perf_counter()
         try:
             # enable_fallback=0: ORT's Python wrapper would otherwise retry on CPU and print to stdout.
@@ -364,8 +365,8 @@ def _check_session_arguments(
         )
     if config is not None and not isinstance(config, Config):
         raise ConfigError(f"config must be an ortgpu Config, got {type(config).__name__}", "use load_config(path)")
-    whole = isinstance(device_id, int) and not isinstance(device_id, bool)
-    if device_id is not None and not (whole and 0 <= device_id <= INT_CEILING):
+    whole = isinstance(device_id, int) and not isinstance(device_id, bool) and 0 <= device_id <= INT_CEILING
+    if device_id is not None and not whole:
         raise ConfigError(f"device_id={device_id!r} is not a GPU number (0, 1, ...)", "e.g. device_id=0")
     if provider_options is not None:
         if not isinstance(provider_options, Mapping):

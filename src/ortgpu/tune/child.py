@@ -58,8 +58,11 @@ class _MemoryPeak:
             self.thread.start()
 
     def _run(self) -> None:
+        index = self.index
+        if index is None:  # never: the thread starts only when the first reading worked
+            return
         while not self.stop.wait(0.02):
-            value = self.read(self.index)
+            value = self.read(index)
             if value is not None and (self.peak is None or value > self.peak):
                 self.peak = value
 

@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ortgpu.atomic import atomic_write
 from ortgpu.check.parity import Precision
@@ -131,15 +131,24 @@ def _prepare(request: TuneRequest, model: Any, tell: Progress) -> _Prepared:
     return prep
 
 
+def _npz_writer(arrays: Mapping[str, Any]) -> Callable[[BinaryIO], None]:
+    """What atomic_write calls to save ``arrays`` as one npz file."""
+    import numpy as np
+
+    def write(handle: BinaryIO) -> None:
+        np.savez(handle, **arrays)
+
+    return write
+
+
 def _write_work(prep: _Prepared) -> None:
     """The inputs and reference outputs as the npz files the trial processes read."""
-    import numpy as np
 
     prep.work.mkdir(parents=True, exist_ok=True)
     for batch, (feeds, outputs) in prep.arrays.items():
         pair = (prep.work / f"inputs-b{batch}.npz", prep.work / f"reference-b{batch}.npz")
-        atomic_write(pair[0], lambda h, a=feeds: np.savez(h, **a))
-        atomic_write(pair[1], lambda h, a=outputs: np.savez(h, **a))
+        atomic_write(pair[0], _npz_writer(feeds))
+        atomic_write(pair[1], _npz_writer(outputs))
         prep.files[batch] = pair
     prep.arrays.clear()
 
@@ -275,8 +284,9 @@ def _record(trial: Any) -> TrialRecord:
 
 
 def _rank(records: list[TrialRecord], objective: Objective) -> tuple[TrialRecord, ...]:
-    measured = [r for r in records if r.status is TrialStatus.OK and r.value is not None]
-    measured.sort(key=lambda r: -r.value if objective.maximize else r.value)
+    scored = [(r.value, r) for r in records if r.status is TrialStatus.OK and r.value is not None]
+    scored.sort(key=lambda pair: -pair[0] if objective.maximize else pair[0])
+    measured = [r for _, r in scored]
     rest = sorted((r for r in records if r not in measured), key=lambda r: r.number)
     return tuple(measured + rest)
 
@@ -509,7 +519,8 @@ def _run_tune(optuna: Any, request: TuneRequest, tell: Progress) -> TuneResult:
     speedup = None
     if best is not None and defaults is not None and best.value and defaults.value:
         speedup = best.value / defaults.value if request.objective.maximize else defaults.value / best.value
-    config_path, files = None, ()
+    config_path: Path | None = None
+    files: tuple[WrittenFile, ...] = ()
     if best is not None:
         tell("writing ortgpu.toml", 1.0)
         config_path, files = _write_outputs(request, prep, model, best, variants, speedup)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ortgpu.doctor.checks.facts import OrtBuild, ProviderLibrary, pip
@@ -205,18 +206,23 @@ def provider_check(
     details = {"path": str(provider.path), "needs": [n.soname for n in provider.needs]}
     gpu_dist = next((d for d in dists.distributions if d.flavour is DistributionFlavour.CUDA), None)
     ort_version = gpu_dist.version if gpu_dist else ort.version
-    fix_args = {
-        "ort_version": ort_version,
-        "distribution": gpu_dist.name if gpu_dist else "onnxruntime-gpu",
-        "cuda_major": provider.cuda_major,
-        "cudnn_major": provider.cudnn_major,
-    }
+    distribution = gpu_dist.name if gpu_dist else "onnxruntime-gpu"
+
+    def fix_for(problems: Sequence[LibraryResolution]) -> str:
+        return library_fix(
+            problems,
+            ort_version=ort_version,
+            distribution=distribution,
+            cuda_major=provider.cuda_major,
+            cudnn_major=provider.cudnn_major,
+        )
+
     if provider.provider == "tensorrt":
         problems = blocking + optional
         if not problems:
             return Check(check_id, title, Status.OK, evidence, details=details)
         trt = [n for n in problems if component_of(n.soname) == "TensorRT"]
-        fix = library_fix(problems, **fix_args)
+        fix = fix_for(problems)
         if trt and provider.cuda_major:
             fix = (
                 f"pip install tensorrt-cu{provider.cuda_major} and export "
@@ -256,7 +262,7 @@ def provider_check(
                     + "; ortgpu loads them first with "
                     + "; ".join(preload.texts())
                     + " (ortgpu.load, check, bench), so only code of your own needs that call",
-                    fix=library_fix(blocking, **fix_args),
+                    fix=fix_for(blocking),
                     details=details,
                 )
         return Check(
@@ -265,7 +271,7 @@ def provider_check(
             Status.FAIL,
             evidence + ": " + "; ".join(_need_text(n) for n in blocking),
             cause=cause,
-            fix=library_fix(blocking, **fix_args),
+            fix=fix_for(blocking),
             details=details,
         )
     if optional:
@@ -275,7 +281,7 @@ def provider_check(
             Status.WARN,
             evidence + ": optional " + "; ".join(_need_text(n) for n in optional),
             cause="libraries the CUDA EP opens only for some operators (FFT, random, runtime compilation) are missing",
-            fix=library_fix(optional, **fix_args),
+            fix=fix_for(optional),
             details=details,
         )
     return Check(check_id, title, Status.OK, evidence, details=details)

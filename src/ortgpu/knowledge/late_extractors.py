@@ -1,0 +1,33 @@
+"""The signal extractors of the *_signals modules that run after signals.py's own, in order: one line to add one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ortgpu.knowledge.anticipated_signals import anticipated_classes
+from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
+from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
+from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
+from ortgpu.knowledge.integration_signals import integration_signals
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal
+from ortgpu.knowledge.version_signals import dll_init_failed, model_too_new, symbol_mismatch, two_runtimes
+
+__all__ = ["LATE_EXTRACTORS"]
+
+# Order matters where two extractors read the same line: an earlier one's signal is found first.
+LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
+    device_says_cpu,
+    wrapper_check,
+    integration_signals,
+    env_not_initialised,
+    anticipated_classes,
+    model_too_new,
+    dll_init_failed,
+    symbol_mismatch,
+    two_runtimes,
+    cpu_instructions,
+    custom_op_library,
+    empty_output,
+    old_windows,
+)
