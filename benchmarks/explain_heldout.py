@@ -69,6 +69,10 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:genai_package_too_old_for_model": "FM-109",
     "NEW:ort_node_cuda_install_script_bug": "FM-110",
     "NEW:node_cuda_installer_paths": "FM-110",
+    # entries added from the fourteenth set's dev half (only labels seen in that half)
+    "NEW:custom_op_not_registered": "FM-131",
+    "NEW:custom_op_library_built_for_newer_ort": "FM-132",
+    "NEW:triton_config_shape_mismatch": "FM-133",
 }
 
 

@@ -54,6 +54,9 @@ class SignalKind(Enum):
     CUSTOM_OP_LIBRARY = "custom_op_library"  # ORT could not load a custom-op library registered by path
     OLD_WINDOWS = "old_windows"  # onnxruntime's own library fails to load on a Windows older than 10
     EMPTY_OUTPUT = "empty_output"  # a binding refused to wrap an output with a zero-length dimension
+    CUSTOM_OP_UNREGISTERED = "custom_op_unregistered"  # an op of a custom domain with no custom-op library for it
+    CUSTOM_OP_API = "custom_op_api"  # a custom-op library asks for a newer ORT API than the runtime has
+    SERVING_CONFIG = "serving_config"  # a serving config (Triton config.pbtxt) disagrees with the model
 
 
 @dataclass(frozen=True)

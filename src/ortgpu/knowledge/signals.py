@@ -24,6 +24,7 @@ from ortgpu.knowledge.import_signals import (
     shadowed_gpu_install,
     wrapper_check,
 )
+from ortgpu.knowledge.integration_signals import integration_signals
 from ortgpu.knowledge.listing_signals import listed_distributions
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.model_signals import op_shape_errors, unimplemented_variants
@@ -632,7 +633,7 @@ def extract_signals(paste: Paste) -> tuple[Signal, ...]:
         device_not_in_session(paste),
         no_gpu_visible(paste),
         op_shape_errors(paste),
-        *(device_says_cpu(paste), wrapper_check(paste)),
+        *(device_says_cpu(paste), wrapper_check(paste), integration_signals(paste)),
         *(env_not_initialised(paste), anticipated_classes(paste)),
         *(model_too_new(paste), dll_init_failed(paste), symbol_mismatch(paste), two_runtimes(paste)),
         *(cpu_instructions(paste), custom_op_library(paste), empty_output(paste), old_windows(paste)),
