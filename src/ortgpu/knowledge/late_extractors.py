@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 
 from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
+from ortgpu.knowledge.graph_family_signals import graph_family
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
@@ -30,4 +31,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     custom_op_library,
     empty_output,
     old_windows,
+    graph_family,
 )
