@@ -185,6 +185,15 @@ def test_thread_pinning_refused_is_fm143(text: str) -> None:
     assert top(text) == "FM-143"
 
 
+def test_the_logged_pinning_failure_of_newer_releases_stays_benign() -> None:
+    text = (
+        "[E:onnxruntime:Default, env.cc:226 ThreadMain] pthread_setaffinity_np failed for thread: 912, index: 1, mask: "
+        "{2, 3, }, error code: 22 error msg: Invalid argument. Specify the number of threads explicitly so the "
+        "affinity is not set."
+    )
+    assert "FM-143" not in rule_ids(text)
+
+
 # ---------------------------------------------------------------- TensorRT, provider options, custom-op entry point
 
 
