@@ -91,6 +91,16 @@ def test_optimizer_files_with_their_own_meaning_are_not_an_optimizer_bug(text: s
     assert "FM-142" not in rule_ids(text)
 
 
+def test_a_kernel_status_while_folding_constants_is_not_an_optimizer_bug() -> None:
+    text = (
+        "Exception during initialization: /onnxruntime_src/onnxruntime/core/optimizer/constant_folding.cc:240 "
+        "onnxruntime::ConstantFolding::ApplyImpl The input tensor cannot be reshaped to the requested shape. Input "
+        "shape:{1,96}, requested shape:{7,-1,5}"
+    )
+    assert "FM-142" not in rule_ids(text)
+    assert top(text) == "NG-10"
+
+
 def test_constant_folding_without_a_cpu_kernel_is_ng08() -> None:
     text = (
         "Exception during initialization: D:\\src\\onnxruntime\\core\\optimizer\\optimizer_execution_frame.cc:75 "
@@ -126,6 +136,14 @@ def test_a_kernel_constructor_refusing_its_node_is_an_invalid_model(text: str) -
     result = explain(text, closest=False)
     assert result.matches[0].id == "NG-11"
     assert result.verdict is PasteKind.NOT_GPU
+
+
+def test_an_execution_providers_own_constructor_is_not_a_kernel() -> None:
+    text = (
+        "Exception during initialization: /src/onnxruntime/core/providers/tensorrt/tensorrt_execution_provider.cc:"
+        "1100 onnxruntime::TensorrtExecutionProvider::TensorrtExecutionProvider ok was false."
+    )
+    assert "NG-11" not in rule_ids(text)
 
 
 def test_a_kernels_compute_method_is_not_a_constructor() -> None:

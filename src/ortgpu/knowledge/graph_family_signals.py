@@ -40,6 +40,8 @@ _KERNEL_CTOR = re.compile(
     r"(?P<qualified>(?:\w{1,80}::){1,4}\w{1,80})\b"
 )
 _ENFORCE = re.compile(r"\bwas false\b")
+# an optimizer's own internal check (ORT_ENFORCE / ORT_THROW), not a kernel's status while folding constants
+_INTERNAL_CHECK = re.compile(r"\bwas false\b|\bShould be unreachable\b|\bAttempting to get index by a name\b")
 _GENAI = re.compile(r"onnxruntime[_-]genai|\bog\.Generator\b|\bOgaGenerator\b", re.IGNORECASE)
 # ORT's contrib ops that genai's model builder emits, failing with an input check (not a CUDA error)
 _GENAI_NODE = re.compile(
@@ -74,7 +76,7 @@ def _optimizer_and_casts(paste: Paste) -> Iterator[Signal]:
         if _OTHER_CLASS_WORDS.search(line):
             continue
         init = _INIT_FAILED.search(line)
-        if init is not None and not fusion_seen:
+        if init is not None and not fusion_seen and _INTERNAL_CHECK.search(line):
             rest = line[init.end() :]
             named = _FUSION.search(rest)
             source = _OPTIMIZER_FILE.search(rest)
@@ -99,7 +101,7 @@ def _kernel_rejects_node(paste: Paste) -> Iterator[Signal]:
             continue
         found = _KERNEL_CTOR.search(line, init.end())
         names = found.group("qualified").split("::") if found is not None else []
-        if found is not None and names[-1] == names[-2]:
+        if found is not None and names[-1] == names[-2] and not names[-1].endswith("Provider"):
             yield _signal(paste, index, found.start(), "kernel_rejects_node", {"op": names[-1]})
             return
 
