@@ -1,0 +1,113 @@
+"""Structure in a paste about loading onnxruntime: the interpreter without it, macOS without libomp, musl's loader.
+
+Each class is decided by the producer's own wording (Python's import system, macOS dyld, musl's dynamic loader, a
+linker) plus, where the words alone do not decide, a second kind of evidence in the same paste:
+
+- `No module named 'onnxruntime'`: the interpreter that runs has no onnxruntime at all (another venv, pipx, an
+  app's embedded Python), unless the paste uninstalled one onnxruntime distribution (a shared directory, FM-01);
+- dyld's `Library not loaded: .../libomp.dylib` for onnxruntime's module: the OpenMP runtime older macOS wheels
+  link against is not installed;
+- musl's `Error loading shared library X: No such file or directory (needed by .../onnxruntime...)` (glibc says
+  `cannot open shared object file`): a glibc build of onnxruntime on a musl system (Alpine);
+- a linker's undefined `onnxruntime::...` symbols, or ORT's internal headers (`core/session/...h`) not found: the
+  program uses ORT's internal C++ classes, which the shared library does not export;
+- the provider bridge failing in a frozen app (Nuitka, PyInstaller, cx_Freeze, py2exe): the bundler left out
+  onnxruntime/capi's provider DLLs;
+- a CUDA/cuDNN library an application demands while the user runs it in CPU mode (an app's own dependency check).
+
+Every pattern is bounded and runs only on pastes that hold its words (the prefilter of each class).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+
+__all__ = ["loader_family"]
+
+_NOT_INSTALLED = re.compile(r"No module named ['\"]?onnxruntime['\"]?(?![\w.-])")
+_UNINSTALLED = re.compile(r"\buninstall(?:ed|ing)?\b[^\n]{0,60}?\bonnxruntime", re.IGNORECASE)
+_LIBOMP = re.compile(
+    r"Library not loaded:\s{0,3}[^\n]{0,200}?\blibomp\.dylib"
+    r"|\blibomp\.dylib\b[^\n]{0,80}?\b(?:image not found|no such file|not found)",
+    re.IGNORECASE,
+)
+_MUSL_LOADER = re.compile(
+    r"Error loading shared library (?P<lib>[\w.+-]{1,80}):\s{1,8}No such file or directory"
+    r"\s{0,8}\(needed by [^)]{0,300}?onnxruntime",
+    re.IGNORECASE,
+)
+_INTERNAL_SYMBOL = re.compile(
+    r"(?:undefined reference to|unresolved external symbol)[^\n]{0,80}?"
+    r"(?<![\w:])onnxruntime::(?P<symbol>\w{1,60})"
+    r"|[\"<](?P<header>core/(?:session|framework|graph|providers|common)/[\w/]{1,80}\.h)[\">][^\n]{0,40}?"
+    r"(?:No such file|cannot open|not found)",
+    re.IGNORECASE,
+)
+_FROZEN = re.compile(
+    r"\b(?:nuitka|pyinstaller|cx_freeze|cx-freeze|py2exe|auto-py-to-exe)\b|--(?:standalone|onefile)\b|_MEIPASS",
+    re.IGNORECASE,
+)
+_BRIDGE = re.compile(
+    r"Init provider bridge failed|ProviderSharedLibrary::Ensure|onnxruntime_providers_shared", re.IGNORECASE
+)
+_GPU_LIBRARY_MISSING = re.compile(
+    r"(?:cannot|can't|could not|couldn't|unable to) (?:locate|find|load|open)[^\n]{0,60}?"
+    r"\b(?P<lib>(?:lib)?(?:cudnn|cublas(?:Lt)?|cudart|cufft|curand|nvinfer)[\w.]{0,20}\.(?:dll|so[\d.]{0,12}))"
+    r"|\b(?P<lib2>(?:lib)?(?:cudnn|cublas(?:Lt)?|cudart|cufft|curand|nvinfer)[\w.]{0,20}\.(?:dll|so[\d.]{0,12}))"
+    r"[^\n]{0,40}?\b(?:is missing|was not found|not found|could not be found)",
+    re.IGNORECASE,
+)
+_CPU_MODE = re.compile(
+    r"\bcpu(?: processing)? mode\b|\bwithout (?:an? )?(?:cuda[- ](?:compatible|capable) |nvidia |cuda )?gpu\b"
+    r"|\b(?:run|running|use|using|test)(?: it)? (?:on|with) (?:the )?cpu only\b",
+    re.IGNORECASE,
+)
+
+
+def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
+    return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
+
+
+def _first(paste: Paste, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
+    for index, line in enumerate(paste.lines):
+        found = pattern.search(line)
+        if found is not None:
+            return index, found
+    return None
+
+
+def loader_family(paste: Paste) -> Iterator[Signal]:
+    """The loader-family classes above, each at the first line that shows it."""
+    low = paste.lowered
+    if "no module named" in low and not _UNINSTALLED.search(paste.joined[:200_000]):
+        hit = _first(paste, _NOT_INSTALLED)
+        if hit is not None:
+            yield _signal(paste, hit[0], hit[1].start(), "not_installed", {"message": hit[1].group(0)})
+    if "libomp" in low:
+        hit = _first(paste, _LIBOMP)
+        if hit is not None:
+            yield _signal(paste, hit[0], hit[1].start(), "libomp", {"message": hit[1].group(0)})
+    if "error loading shared library" in low and "needed by" in low:
+        found = _MUSL_LOADER.search(paste.joined[:200_000])  # a console may wrap its one line
+        if found is not None:
+            index = paste.line_index(found.start())
+            values = {"lib": found.group("lib")}
+            yield _signal(paste, index, found.start() - paste.starts[index], "musl_loader", values)
+    if "onnxruntime::" in low or "core/" in low:
+        hit = _first(paste, _INTERNAL_SYMBOL)
+        if hit is not None:
+            symbol = hit[1].group("symbol") or hit[1].group("header")
+            yield _signal(paste, hit[0], hit[1].start(), "internal_api", {"symbol": symbol})
+    if ("bridge" in low or "providers_shared" in low) and _FROZEN.search(paste.joined[:200_000]):
+        hit = _first(paste, _BRIDGE)
+        if hit is not None:
+            yield _signal(paste, hit[0], hit[1].start(), "frozen_bridge", {"message": hit[1].group(0)})
+    if "cpu" in low and _CPU_MODE.search(paste.joined[:200_000]):
+        hit = _first(paste, _GPU_LIBRARY_MISSING)
+        if hit is not None:
+            lib = hit[1].group("lib") or hit[1].group("lib2")
+            yield _signal(paste, hit[0], hit[1].start(), "cpu_mode_gpu_libs", {"lib": lib})
