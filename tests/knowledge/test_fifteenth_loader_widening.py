@@ -209,3 +209,33 @@ def test_one_version_on_windows_stays_the_native_module_load() -> None:
         "(C:\\Python38\\lib\\site-packages\\onnxruntime\\capi\\_pybind_state.py)\npip install onnxruntime==1.4.0"
     )
     assert top(text) == "FM-28"
+
+
+# ---------------------------------------------------------------- FM-03: a binding given no provider
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'var session = new InferenceSession("detector.onnx");\nOrtEnv.Instance().GetAvailableProviders() gives '
+        '["CUDAExecutionProvider", "CPUExecutionProvider"]\nyet it only runs on the CPU, the GPU is never used',
+        'sess = OnnxRuntime::InferenceSession.new("seg.onnx")\nCUDAExecutionProvider is available in this build '
+        "but inference is still using the CPU",
+    ],
+)
+def test_a_session_created_without_any_provider_while_cuda_is_available_is_fm03(text: str) -> None:
+    assert top(text) == "FM-03"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the provider was passed: another problem, not this one
+        "s = ort.InferenceSession('m.onnx', providers=['CUDAExecutionProvider'])\n"
+        "['CUDAExecutionProvider', 'CPUExecutionProvider']\nstill using the CPU",
+        # no word that the run is on the CPU
+        'session = InferenceSession("m.onnx")\n["CUDAExecutionProvider", "CPUExecutionProvider"]\nit is fast',
+    ],
+)
+def test_a_session_with_providers_or_no_cpu_claim_is_not_the_missing_provider_rule(text: str) -> None:
+    assert "FM-03" not in rule_ids(text)

@@ -13,7 +13,9 @@ linker) plus, where the words alone do not decide, a second kind of evidence in 
   program uses ORT's internal C++ classes, which the shared library does not export;
 - the provider bridge failing in a frozen app (Nuitka, PyInstaller, cx_Freeze, py2exe): the bundler left out
   onnxruntime/capi's provider DLLs;
-- a CUDA/cuDNN library an application demands while the user runs it in CPU mode (an app's own dependency check).
+- a CUDA/cuDNN library an application demands while the user runs it in CPU mode (an app's own dependency check);
+- a GPU provider listed as available, a session created with no provider argument anywhere in the paste, and the
+  run said to use the CPU: a binding (Ruby, C#, Java, Node, C++) appends no GPU provider unless asked (FM-03).
 
 Every pattern is bounded and runs only on pastes that hold its words (the prefilter of each class).
 """
@@ -68,6 +70,30 @@ _CPU_MODE = re.compile(
 )
 
 
+_GPU_AVAILABLE = re.compile(
+    r"\[[^\]\n]{0,200}?['\"](?:CUDA|Tensorrt|Dml|ROCM)ExecutionProvider['\"][^\]\n]{0,200}\]"
+    r"|\b(?:CUDA|Tensorrt|Dml|ROCM)ExecutionProvider\b[`'\"]? (?:is|was|shows(?: up)?(?: as)?)"
+    r" (?:listed|available|there)",
+    re.IGNORECASE,
+)
+_RUNS_ON_CPU = re.compile(
+    r"\b(?:only|still|just) (?:using|uses|used|runs?|running|ran|computes?|computing)(?: on)?(?: the)? cpu\b"
+    r"|\b(?:using|uses|runs? on|running on) (?:the )?cpu only\b|\bgpu (?:is )?(?:not|never) (?:being )?used\b"
+    r"|\bnot (?:using|use) (?:the |my )?gpu\b",
+    re.IGNORECASE,
+)
+_SESSION_CREATED = re.compile(
+    r"\bInferenceSession(?:\.new|\.create)?\s{0,2}[(\s]|\bnew OrtSession\b|\bcreateSession\s{0,2}\("
+    r"|\bOrt::Session\s{0,2}\w{0,40}\s{0,2}[({]|\bSession::builder\b",
+)
+# any way a paste passes a provider to a session, in any binding
+_PROVIDER_PASSED = re.compile(
+    r"\bproviders\s{0,2}[:=]|\bexecutionProviders\b|append_?execution_?provider|\baddCUDA|with_execution_providers"
+    r"|\bproviders\s{0,2}\(\s{0,2}\[|failed to create \w{0,20}executionprovider|\bprovider_options\b",
+    re.IGNORECASE,
+)
+
+
 def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
     return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
 
@@ -111,3 +137,14 @@ def loader_family(paste: Paste) -> Iterator[Signal]:
         if hit is not None:
             lib = hit[1].group("lib") or hit[1].group("lib2")
             yield _signal(paste, hit[0], hit[1].start(), "cpu_mode_gpu_libs", {"lib": lib})
+    if "executionprovider" in low and "cpu" in low:
+        yield from _providers_not_passed(paste)
+
+
+def _providers_not_passed(paste: Paste) -> Iterator[Signal]:
+    text = paste.joined[:200_000]
+    if _PROVIDER_PASSED.search(text) or not _GPU_AVAILABLE.search(text) or not _RUNS_ON_CPU.search(text):
+        return
+    hit = _first(paste, _SESSION_CREATED)
+    if hit is not None:
+        yield _signal(paste, hit[0], hit[1].start(), "providers_not_passed", {"call": hit[1].group(0).strip()})
