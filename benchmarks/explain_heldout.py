@@ -78,6 +78,7 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:macos_libomp_missing": "FM-112",
     "NEW:wrapper_requires_gpu_libs_in_cpu_mode": "FM-113",
     "NEW:internal_cpp_api_not_exported": "FM-134",
+    "NEW:cuda_runtime_older_than_build": "FM-135",
 }
 
 

@@ -239,3 +239,48 @@ def test_a_session_created_without_any_provider_while_cuda_is_available_is_fm03(
 )
 def test_a_session_with_providers_or_no_cpu_claim_is_not_the_missing_provider_rule(text: str) -> None:
     assert "FM-03" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- FM-135: the CUDA runtime older than the build
+
+
+def test_a_kernel_symbol_not_found_while_running_a_node_is_fm135() -> None:
+    text = (
+        "2025-06-01 [E:onnxruntime:, sequential_executor.cc:516 ExecuteKernel] Non-zero status code returned while "
+        "running LayerNormalization node. Name:'/blocks.3/norm1/LayerNorm' Status Message: CUDA error "
+        "cudaErrorSymbolNotFound:named symbol not found"
+    )
+    assert top(text) == "FM-135"
+
+
+def test_other_cuda_errors_are_not_fm135() -> None:
+    text = (
+        "Non-zero status code returned while running Conv node. Name:'conv1' Status Message: CUDA error "
+        "cudaErrorNoKernelImageForDevice:no kernel image is available for execution on the device"
+    )
+    assert "FM-135" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- a library said absent next to a listing
+
+
+def test_a_cudnn_major_said_absent_next_to_a_listing_of_another_major_is_that_library_missing() -> None:
+    text = (
+        "The plugin hangs with CUDA. My guess: I don't have libcudnn.so.9 at all.\n$ ls /usr/local/cuda/lib64 | "
+        "grep cudnn\nlibcudnn.so.8\nlibcudnn_cnn_infer.so.8\nlibcudnn_ops_infer.so.8"
+    )
+    assert top(text) == "FM-12"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # no listing: a guess alone decides nothing
+        "maybe the problem is that I don't have libcudnn.so.9? the plugin hangs with CUDA",
+        # the listing shows the very major said absent: the guess is contradicted
+        "I don't have libcudnn.so.9 I think\n$ ldconfig -p | grep cudnn\n"
+        "libcudnn_ops.so.9 => /usr/lib/libcudnn_ops.so.9",
+    ],
+)
+def test_a_library_said_absent_without_a_contrary_listing_is_not_a_missing_library(text: str) -> None:
+    assert "FM-12" not in rule_ids(text)

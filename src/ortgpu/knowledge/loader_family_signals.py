@@ -15,7 +15,9 @@ linker) plus, where the words alone do not decide, a second kind of evidence in 
   onnxruntime/capi's provider DLLs;
 - a CUDA/cuDNN library an application demands while the user runs it in CPU mode (an app's own dependency check);
 - a GPU provider listed as available, a session created with no provider argument anywhere in the paste, and the
-  run said to use the CPU: a binding (Ruby, C#, Java, Node, C++) appends no GPU provider unless asked (FM-03).
+  run said to use the CPU: a binding (Ruby, C#, Java, Node, C++) appends no GPU provider unless asked (FM-03);
+- prose that a CUDA library of one major is absent (`I don't have libcudnn.so.9`) next to a listing (ldconfig, ls,
+  dpkg) of the same library in another major only: that library missing, as if the loader had said so.
 
 Every pattern is bounded and runs only on pastes that hold its words (the prefilter of each class).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
@@ -94,6 +97,40 @@ _PROVIDER_PASSED = re.compile(
 )
 
 
+_LIB = r"(?:lib(?:cudnn|cublas(?:Lt)?|cudart|cufft|curand|nvinfer)\w{0,20}\.so\.\d{1,2})"
+_SAID_ABSENT = re.compile(
+    rf"\b(?:not having|(?:do not|don't|doesn't|does not|didn't) have|no|missing|without|lack(?:ing|s)?)\s"
+    rf"(?:a |any |the )?[`'\"]?(?P<lib>{_LIB})(?!\.?\d)",
+    re.IGNORECASE,
+)
+_LISTED_MAJOR = re.compile(
+    r"\b(?P<stem>lib(?:cudnn|cublas(?:Lt)?|cudart|cufft|curand|nvinfer))\w{0,20}\.so\.(?P<major>\d{1,2})\b"
+)
+
+
+def _said_absent(paste: Paste) -> Iterator[Signal]:
+    """A library said to be absent in prose while a listing shows the same library only in another major."""
+    hit = _first(paste, _SAID_ABSENT)
+    if hit is None:
+        return
+    lib = hit[1].group("lib")
+    stem, _, major = lib.lower().partition(".so.")
+    stem = re.sub(r"_\w{0,20}$", "", stem)  # libcudnn_ops_infer -> libcudnn
+    said = paste.starts[hit[0]] + hit[1].start("lib")  # the absent library's own mention is no listing
+    found = _LISTED_MAJOR.finditer(paste.joined[:200_000])
+    listed = {m.group("major") for m in found if m.group("stem").lower() == stem and m.start() != said}
+    if not listed or major in listed:
+        return
+    info = library_info(lib)
+    if info is None:
+        return
+    attributes: dict[str, str | int] = {"name": lib.lower(), "platform": "linux", "family": info.family.value}
+    attributes["component"] = info.component
+    if info.major is not None:
+        attributes["major"] = info.major
+    yield Signal(SignalKind.MISSING_LIBRARY, hit[0], said, attributes, {"lib": lib})
+
+
 def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
     return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
 
@@ -139,6 +176,8 @@ def loader_family(paste: Paste) -> Iterator[Signal]:
             yield _signal(paste, hit[0], hit[1].start(), "cpu_mode_gpu_libs", {"lib": lib})
     if "executionprovider" in low and "cpu" in low:
         yield from _providers_not_passed(paste)
+    if ".so." in low:
+        yield from _said_absent(paste)
 
 
 def _providers_not_passed(paste: Paste) -> Iterator[Signal]:
