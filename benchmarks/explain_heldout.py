@@ -79,6 +79,7 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:wrapper_requires_gpu_libs_in_cpu_mode": "FM-113",
     "NEW:internal_cpp_api_not_exported": "FM-134",
     "NEW:cuda_runtime_older_than_build": "FM-135",
+    "NEW:cpu_copy_tensor_async_missing": "FM-136",
 }
 
 

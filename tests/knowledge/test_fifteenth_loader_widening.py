@@ -284,3 +284,14 @@ def test_a_cudnn_major_said_absent_next_to_a_listing_of_another_major_is_that_li
 )
 def test_a_library_said_absent_without_a_contrary_listing_is_not_a_missing_library(text: str) -> None:
     assert "FM-12" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- FM-136: no asynchronous copy in a mixed session
+
+
+def test_copy_tensor_async_not_implemented_is_fm136() -> None:
+    text = (
+        "calib.py: running the augmented model with providers TensorrtExecutionProvider, CUDAExecutionProvider, "
+        "CPUExecutionProvider\nOrt::Exception: CopyTensorAsync is not implemented"
+    )
+    assert top(text) == "FM-136"
