@@ -295,3 +295,23 @@ def test_copy_tensor_async_not_implemented_is_fm136() -> None:
         "CPUExecutionProvider\nOrt::Exception: CopyTensorAsync is not implemented"
     )
     assert top(text) == "FM-136"
+
+
+# ---------------------------------------------------------------- a Jetson wheel's import failing is no mixed install
+
+
+def test_a_jetson_wheel_failing_to_import_is_not_a_mixed_install() -> None:
+    text = (
+        "Orin container (l4t-base r35), wheel from the Jetson download page:\n>>> import onnxruntime\n"
+        "ImportError: cannot import name 'get_all_providers' from 'onnxruntime.capi._pybind_state' "
+        "(/usr/local/lib/python3.8/dist-packages/onnxruntime/capi/_pybind_state.py)"
+    )
+    assert "FM-01" not in rule_ids(text)
+
+
+def test_the_same_import_failing_on_a_linux_pc_stays_a_broken_install() -> None:
+    text = (
+        ">>> import onnxruntime\nImportError: cannot import name 'get_all_providers' from "
+        "'onnxruntime.capi._pybind_state' (/usr/local/lib/python3.8/dist-packages/onnxruntime/capi/_pybind_state.py)"
+    )
+    assert top(text) == "FM-01"
