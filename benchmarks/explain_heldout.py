@@ -78,6 +78,12 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:graph_optimizer_bug": "FM-142",
     "NEW:thread_affinity_setaffinity_failed": "FM-143",
     "NEW:onnxruntime_older_than_model": "FM-144",
+    "NEW:onnxruntime_not_installed_in_env": "FM-111",
+    "NEW:macos_libomp_missing": "FM-112",
+    "NEW:wrapper_requires_gpu_libs_in_cpu_mode": "FM-113",
+    "NEW:internal_cpp_api_not_exported": "FM-134",
+    "NEW:cuda_runtime_older_than_build": "FM-135",
+    "NEW:cpu_copy_tensor_async_missing": "FM-136",
 }
 
 
