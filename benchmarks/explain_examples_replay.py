@@ -52,6 +52,7 @@ ORDER = [
     ("twelfth", ["explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"]),
     ("thirteenth", ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"]),
     ("fourteenth", ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"]),
+    ("fifteenth", ["explain_pastes_fifteenth.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -75,6 +76,7 @@ MEASUREMENTS = [
     ("17", "fourteenth", ["fourteenth-dev-before", "fourteenth-heldout-before"], None, [], True),
     ("18", "fourteenth", ["fourteenth-dev-blind", "fourteenth-heldout-blind"], None, [], False),
     ("19", "fourteenth", ["fourteenth-heldout"], None, ["explain_pastes_fourteenth_dev.json"], False),
+    ("20", "fifteenth", ["fifteenth-before"], None, [], True),
 ]
 
 

@@ -73,6 +73,17 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:custom_op_not_registered": "FM-131",
     "NEW:custom_op_library_built_for_newer_ort": "FM-132",
     "NEW:triton_config_shape_mismatch": "FM-133",
+    # entries added after the fifteenth set's first run (for re-runs on seen sets only)
+    "NEW:fp16_model_on_cpu_ep": "FM-141",
+    "NEW:graph_optimizer_bug": "FM-142",
+    "NEW:thread_affinity_setaffinity_failed": "FM-143",
+    "NEW:onnxruntime_older_than_model": "FM-144",
+    "NEW:onnxruntime_not_installed_in_env": "FM-111",
+    "NEW:macos_libomp_missing": "FM-112",
+    "NEW:wrapper_requires_gpu_libs_in_cpu_mode": "FM-113",
+    "NEW:internal_cpp_api_not_exported": "FM-134",
+    "NEW:cuda_runtime_older_than_build": "FM-135",
+    "NEW:cpu_copy_tensor_async_missing": "FM-136",
 }
 
 

@@ -51,6 +51,11 @@ WHOLE_PIPELINE_ATTACKS = {
     "package listings": lambda n: _fill("pip install onnxruntime onnxruntime-gpu ", n),
     "NUL-interleaved UTF-16 text": lambda n: _fill("E\x00r\x00r\x00o\x00r\x00 \x00", n),
     "localised loader messages": lambda n: _fill("共有オブジェクトファイルを開けません", n),
+    # graph_family_signals' anchors: initialisation failures in optimizer / kernel files, inserted casts, genai nodes
+    "optimizer failures without their end": lambda n: _fill("Exception during initialization: /core/optimizer/a_", n),
+    "kernel constructors without an end": lambda n: _fill("Exception during initialization: /contrib_ops/a.cc x::", n),
+    "inserted casts": lambda n: _fill("Non-zero status InsertedPrecisionFreeCast_", n),
+    "genai contrib nodes": lambda n: _fill("onnxruntime_genai while running RotaryEmbedding node Status Message: ", n),
 }
 
 

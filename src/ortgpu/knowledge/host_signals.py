@@ -67,6 +67,10 @@ _OLD_WINDOWS = re.compile(
     r"|(?<![\w.])windows server (?P<server>2008|2012)(?!\d)",
     re.IGNORECASE,
 )
+# a supported Windows named next to the old one ("Windows 7 x64 (also tested on Windows 10)")
+_NEW_WINDOWS = re.compile(
+    r"(?<![\w.])win(?:dows)?[\s_-]?(?:10|11)(?![\d.]\d)|\bwindows server 20(?:16|19|22|25)\b", re.IGNORECASE
+)
 # onnxruntime's own native library failing to load, in any binding (a provider library's load is another problem)
 _MAIN_LOAD_FAILED = re.compile(
     r"OnnxRuntime\.NativeMethods|DllNotFoundException[^\n]{0,80}?onnxruntime|DLL load failed[^\n]{0,60}?onnxruntime"
@@ -83,6 +87,8 @@ def old_windows(paste: Paste) -> Iterator[Signal]:
     failed = next((i for i, line in enumerate(paste.lines) if _MAIN_LOAD_FAILED.search(line)), None)
     if failed is None:
         return
+    if _NEW_WINDOWS.search(paste.joined[:200_000]):
+        return  # the same failure on Windows 10/11 too: the old release is not what decides it
     for line in paste.lines:
         found = _OLD_WINDOWS.search(line)
         if found is not None:

@@ -92,12 +92,29 @@ def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
             continue
         platform = _platform(paste)
         values = {"name": m.group("name"), "platform": platform}
-        if platform == "linux" or (not missing_library and _swapped(paste)):
+        if platform == "linux" and _JETSON.search(paste.joined[:200_000]) and not _swapped(paste):
+            return  # a Jetson wheel is a GPU build bound to its JetPack's CUDA libraries: their load, not a mix
+        if platform == "linux" or (not missing_library and (_swapped(paste) or _several_versions(paste))):
             if not missing_library:
                 yield Signal(SignalKind.BROKEN_PACKAGE, index, paste.starts[index] + m.start(), {}, values)
             return
         yield Signal(SignalKind.PYBIND_LOAD_FAILED, index, paste.starts[index] + m.start(), {}, values)
         return
+
+
+# several onnxruntime versions installed over each other ("onnxruntime==1.20.0", "onnxruntime==1.21.0"): the Python
+# files of one release next to the native module of another, so a name the newer release added is missing
+_PINNED = re.compile(r"\bonnxruntime(?:[-_]gpu)?\s{0,2}==\s{0,2}v?(?P<version>\d{1,3}\.\d{1,3}(?:\.\d{1,3})?)", re.I)
+
+
+_JETSON = re.compile(r"\b(?:jetson|l4t|jetpack)\b", re.IGNORECASE)
+
+
+def _several_versions(paste: Paste) -> bool:
+    """The paste installs two or more different versions of onnxruntime (one over the other)."""
+    if "==" not in paste.joined:
+        return False
+    return len({m.group("version") for m in _PINNED.finditer(paste.joined[:200_000])}) >= 2
 
 
 def _ort_import_near(paste: Paste, index: int) -> bool:
@@ -175,7 +192,7 @@ _WRAPPER_DENIAL = re.compile(
     r"\b(?:onnx ?runtime|ort)\b[`'\"]?\s{1,3}(?:is |was )?not (?:installed|available|found|detected)"
     r"|\bwants? (?:me )?to install[^\n]{0,40}?\bonnxruntime\b(?![-_])"
     r"|\bplease install[`'\"\s]{1,4}onnxruntime[`'\"]?(?![-_\w])"
-    r"|\brequires? (?:the )?[`'\"]?onnxruntime[`'\"]?(?![-_\w])(?! ?[<>=])",
+    r"|(?<![\w.])requires (?:the )?[`'\"]?onnxruntime[`'\"]?(?![-_\w])(?! ?[<>=])",  # prose, not Ruby's `require "x"`
     re.IGNORECASE,
 )
 

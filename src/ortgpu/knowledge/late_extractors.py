@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterable
 
 from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
+from ortgpu.knowledge.graph_family_signals import graph_family
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
+from ortgpu.knowledge.loader_family_signals import loader_family
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal
 from ortgpu.knowledge.version_signals import dll_init_failed, model_too_new, symbol_mismatch, two_runtimes
@@ -30,4 +32,6 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     custom_op_library,
     empty_output,
     old_windows,
+    graph_family,
+    loader_family,
 )
