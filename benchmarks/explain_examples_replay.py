@@ -53,6 +53,7 @@ ORDER = [
     ("thirteenth", ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"]),
     ("fourteenth", ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"]),
     ("fifteenth", ["explain_pastes_fifteenth.json"]),
+    ("sixteenth", ["explain_pastes_sixteenth.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -77,6 +78,7 @@ MEASUREMENTS = [
     ("18", "fourteenth", ["fourteenth-dev-blind", "fourteenth-heldout-blind"], None, [], False),
     ("19", "fourteenth", ["fourteenth-heldout"], None, ["explain_pastes_fourteenth_dev.json"], False),
     ("20", "fifteenth", ["fifteenth-before"], None, [], True),
+    ("21", "sixteenth", ["sixteenth-before"], None, [], True),
 ]
 
 
