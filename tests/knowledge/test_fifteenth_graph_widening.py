@@ -6,19 +6,10 @@ the learned fallback is off so that the rules decide."""
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import rule_ids
+from tests.support.explain_top import rule_top as top
 
 from ortgpu.explain import PasteKind, explain
-
-
-def rule_ids(text: str) -> list[str]:
-    """Every entry the rules give (the learned closest-entry fallback left out)."""
-    return [m.id for m in explain(text, closest=False).matches]
-
-
-def top(text: str) -> str | None:
-    ids = rule_ids(text)
-    return ids[0] if ids else None
-
 
 # ---------------------------------------------------------------- fp16 on the CPU EP: casts ORT inserted
 

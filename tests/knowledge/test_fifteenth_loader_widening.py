@@ -7,19 +7,8 @@ from any labelled set; the learned fallback is off so that the rules decide."""
 from __future__ import annotations
 
 import pytest
-
-from ortgpu.explain import explain
-
-
-def rule_ids(text: str) -> list[str]:
-    """Every entry the rules give (the learned closest-entry fallback left out)."""
-    return [m.id for m in explain(text, closest=False).matches]
-
-
-def top(text: str) -> str | None:
-    ids = rule_ids(text)
-    return ids[0] if ids else None
-
+from tests.support.explain_top import rule_ids
+from tests.support.explain_top import rule_top as top
 
 # ---------------------------------------------------------------- FM-111: the interpreter has no onnxruntime
 

@@ -8,6 +8,7 @@ set; the rules decide (the closest-entry fallback is off), and each family has g
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import rule_ids
 
 from ortgpu.explain import explain
 
@@ -16,10 +17,6 @@ def rule_top(text: str) -> str | None:
     """explain's first match by its rules alone (no closest-entry fallback), or None."""
     result = explain(text, closest=False)
     return result.matches[0].id if result.matches else None
-
-
-def rule_ids(text: str) -> list[str]:
-    return [m.id for m in explain(text, closest=False).matches]
 
 
 # ---------------------------------------------------------------- FM-104: the CPU lacks an instruction set

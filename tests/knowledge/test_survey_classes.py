@@ -5,16 +5,9 @@ Texts are composed from the producers' message formats; the learned fallback is 
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import rule_top as top
 
-from ortgpu.explain import explain
 from ortgpu.knowledge.base import load_knowledge_base
-
-
-def top(text: str) -> str | None:
-    """explain's first match by its rules alone (no closest-entry fallback), or None."""
-    matches = explain(text, closest=False).matches
-    return matches[0].id if matches else None
-
 
 _CUDA_LINE = (
     "onnxruntime::CudaCall CUDA failure {code}: {message} ; GPU=0 ; hostname=node-4 ; "

@@ -5,19 +5,10 @@ not copied from any labelled set; the learned fallback is off so that the rules 
 from __future__ import annotations
 
 import pytest
+from tests.support.explain_top import rule_ids
+from tests.support.explain_top import rule_top as top
 
 from ortgpu.explain import PasteKind, explain
-
-
-def rule_ids(text: str) -> list[str]:
-    """Every entry the rules give (the learned closest-entry fallback left out: it may guess anything)."""
-    return [m.id for m in explain(text, closest=False).matches]
-
-
-def top(text: str) -> str | None:
-    ids = rule_ids(text)
-    return ids[0] if ids else None
-
 
 # ---------------------------------------------------------------- 1. a provider library's load failure, reason lost
 

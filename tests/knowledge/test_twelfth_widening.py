@@ -6,16 +6,10 @@ provider on a GPU that is not NVIDIA's (FM-101). Texts are composed, not copied 
 from __future__ import annotations
 
 import pytest
-from tests.support.explain_top import top_id
+from tests.support.explain_top import rule_ids, top_id
 
 from ortgpu.explain import PasteKind, explain
 from ortgpu.knowledge.text import repair
-
-
-def rule_ids(text: str) -> list[str]:
-    """Every entry the rules give (the learned closest-entry fallback left out: it may guess anything)."""
-    return [m.id for m in explain(text, closest=False).matches]
-
 
 # ---------------------------------------------------------------- 1. an ORT log pasted with its spaces stripped
 
