@@ -105,3 +105,18 @@ def test_legacy_unregistered_non_onnx_op_is_fm131(text: str) -> None:
 )
 def test_legacy_unregistered_standard_op_is_not_fm131(text: str) -> None:
     assert "FM-131" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- FM-81: an empty provider option key or value
+
+
+def test_empty_provider_option_key_or_value_is_fm81() -> None:
+    text = (
+        "ort::execution_providers: An error occurred when attempting to register `CUDAExecutionProvider`: "
+        "key/value cannot be empty"
+    )
+    assert top(text) == "FM-81"
+
+
+def test_another_programs_key_value_message_is_not_fm81() -> None:
+    assert "FM-81" not in rule_ids('IllegalArgumentException: "Key/Value cannot be empty" from the settings store')
