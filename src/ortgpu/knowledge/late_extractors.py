@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ortgpu.knowledge.anticipated_signals import anticipated_classes
+from ortgpu.knowledge.binding_data_signals import binding_data
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
 from ortgpu.knowledge.graph_family_signals import graph_family
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
@@ -34,4 +35,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     old_windows,
     graph_family,
     loader_family,
+    binding_data,
 )

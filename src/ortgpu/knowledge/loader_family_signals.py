@@ -4,7 +4,8 @@ Each class is decided by the producer's own wording (Python's import system, mac
 linker) plus, where the words alone do not decide, a second kind of evidence in the same paste:
 
 - `No module named 'onnxruntime'`: the interpreter that runs has no onnxruntime at all (another venv, pipx, an
-  app's embedded Python), unless the paste uninstalled one onnxruntime distribution (a shared directory, FM-01);
+  app's embedded Python), unless the paste uninstalled one onnxruntime distribution or says onnxruntime-gpu is
+  the one installed (a shared directory emptied by a package swap, FM-01);
 - dyld's `Library not loaded: .../libomp.dylib` for onnxruntime's module: the OpenMP runtime older macOS wheels
   link against is not installed;
 - musl's `Error loading shared library X: No such file or directory (needed by .../onnxruntime...)` (glibc says
@@ -27,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.binding_data_signals import gpu_package_named
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
@@ -146,7 +148,8 @@ def _first(paste: Paste, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] 
 def loader_family(paste: Paste) -> Iterator[Signal]:
     """The loader-family classes above, each at the first line that shows it."""
     low = paste.lowered
-    if "no module named" in low and not _UNINSTALLED.search(paste.joined[:200_000]):
+    uninstalled = _UNINSTALLED.search(paste.joined[:200_000]) is not None
+    if "no module named" in low and not uninstalled and not gpu_package_named(paste):
         hit = _first(paste, _NOT_INSTALLED)
         if hit is not None:
             yield _signal(paste, hit[0], hit[1].start(), "not_installed", {"message": hit[1].group(0)})
