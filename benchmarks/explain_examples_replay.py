@@ -54,6 +54,7 @@ ORDER = [
     ("fourteenth", ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"]),
     ("fifteenth", ["explain_pastes_fifteenth.json"]),
     ("sixteenth", ["explain_pastes_sixteenth.json"]),
+    ("seventeenth", ["explain_pastes_seventeenth.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -79,6 +80,7 @@ MEASUREMENTS = [
     ("19", "fourteenth", ["fourteenth-heldout"], None, ["explain_pastes_fourteenth_dev.json"], False),
     ("20", "fifteenth", ["fifteenth-before"], None, [], True),
     ("21", "sixteenth", ["sixteenth-before"], None, [], True),
+    ("22", "seventeenth", ["seventeenth-before"], None, [], True),
 ]
 
 
