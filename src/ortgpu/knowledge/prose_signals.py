@@ -56,8 +56,15 @@ _ERROR_LINE = re.compile(r"\b\w{2,60}(?:Error|Exception)\b\s?:|\[ONNXRuntimeErro
 
 def slow_gpu(paste: Paste) -> Iterator[Signal]:
     """The first line that says a GPU run is slow (a GPU word on it or next to it), with what points at a cause."""
-    if _ON_CPU.search(paste.joined) or not _GPU_WORD.search(paste.joined):
-        return  # on the CPU; or no GPU word anywhere, so none next to a slow line
+    low = paste.lowered
+    # every _GPU_WORD form holds one of these; every _ON_CPU form holds "cpu" or "failed to create" (each scan of a
+    # megabyte costs 0.05 s, so the words decide first)
+    if not any(w in low for w in ("gpu", "cuda", "tensorrt", "directml", "dml", "显卡", "显存")):
+        return
+    if ("cpu" in low or "failed to create" in low) and _ON_CPU.search(paste.joined):
+        return  # on the CPU: slowness is the fallback's consequence
+    if not _GPU_WORD.search(paste.joined):
+        return  # no GPU word anywhere, so none next to a slow line
     lines = paste.lines
     for index, line in enumerate(lines):
         m = _SLOW.search(line)

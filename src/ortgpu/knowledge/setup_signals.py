@@ -45,6 +45,20 @@ _PROVIDER_OR_CRASH = re.compile(
 )
 
 
+# one of these words is in every _PROVIDER_OR_CRASH form (lowered): without them the scan of the whole paste is skipped
+_PROVIDER_OR_CRASH_WORDS = (
+    "onnxruntime_providers_",
+    "executionprovider",
+    "sigsegv",
+    "sigabrt",
+    "segmentation fault",
+    "core dumped",
+    "java runtime",
+    "problematic frame",
+    "hs_err_pid",
+)
+
+
 def no_gpu_visible(paste: Paste) -> Iterator[Signal]:
     """The first line that shows no GPU reaches the process (by the runtime's words, or stated with the provider)."""
     # every _RUNTIME form holds one of these words: without them the per-line scan cannot find anything
@@ -55,7 +69,8 @@ def no_gpu_visible(paste: Paste) -> Iterator[Signal]:
             node = found.group("node") or found.group("glob") or "gpu capability"
             yield Signal(SignalKind.NO_GPU_VISIBLE, index, paste.starts[index] + found.start(), {}, {"device": node})
             return
-    if _PROVIDER_OR_CRASH.search(paste.joined) is None:
+    low = paste.lowered
+    if not any(w in low for w in _PROVIDER_OR_CRASH_WORDS) or _PROVIDER_OR_CRASH.search(paste.joined) is None:
         return
     for index, line in enumerate(paste.lines):
         found = _NO_GPU.search(line)
