@@ -1,4 +1,4 @@
-"""Leave-one-set-out CV of a TRAINED ranker for explain's fallback against the shipped BM25 one (scikit-learn, dev only).
+"""Leave-one-set-out CV of a TRAINED ranker for explain's fallback against the shipped BM25 one (scikit-learn).
 
 Per left-out set (the folds of benchmarks/explain_examples_cv.py), a multinomial logistic regression is fitted on the
 OTHER sets' labelled pastes only, plus one document per knowledge-base entry (its own words, less the examples taken
@@ -61,7 +61,7 @@ def _kb_documents(kb: KnowledgeBase) -> list[tuple[str, list[str]]]:
     return [(e.id, list(dict.fromkeys(_document(e, merged.get(e.id, []))))) for e in kb.entries if not e.merged_into]
 
 
-def _fit(labelled: list[tuple[str, str]], kb: KnowledgeBase):  # noqa: ANN202 (scikit-learn objects)
+def _fit(labelled: list[tuple[str, str]], kb: KnowledgeBase):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
@@ -74,7 +74,7 @@ def _fit(labelled: list[tuple[str, str]], kb: KnowledgeBase):  # noqa: ANN202 (s
     return vectorizer, model
 
 
-def _predict(vectorizer, model, texts: list[str]) -> list[dict[str, float]]:  # noqa: ANN001
+def _predict(vectorizer, model, texts: list[str]) -> list[dict[str, float]]:
     probs = model.predict_proba(vectorizer.transform([_words(t) for t in texts]))
     return [dict(zip(model.classes_, row, strict=True)) for row in probs]
 
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     # unrelated texts: the model fitted on every set; combo's entry is the linear top (no BM25 row for them): strict
     vectorizer, model = _fit(_labelled(_pastes([f for fs in SETS.values() for f in fs]), kb), kb)
     unrelated = [
-        (reports_failure(t), max(p.values())) for t, p in zip(UNRELATED, _predict(vectorizer, model, UNRELATED))
+        (reports_failure(t), max(p.values()))
+        for t, p in zip(UNRELATED, _predict(vectorizer, model, UNRELATED), strict=True)
     ]
     doc: dict = {
         "schema": 1,
