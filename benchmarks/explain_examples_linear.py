@@ -4,7 +4,8 @@ Per left-out set (the folds of benchmarks/explain_examples_cv.py), a multinomial
 OTHER sets' labelled pastes only, plus one document per knowledge-base entry (its own words, less the examples taken
 from the left-out set's issues), over the shipped features: each paste's distinct informative tokens
 (knowledge/nearest.py tokens()) and its structural features of the shipped kinds (knowledge/examples.py FEATURES),
-TF-IDF weighted, kept when in >= 2 training documents. Its probability is the confidence. Two rankings:
+TF-IDF weighted, kept when in >= 2 training documents. Its probability is the confidence, as knowledge/linear.py
+scores it in plain Python with only its MAX_WEIGHTS largest weights (what would ship). Two rankings:
 
 - linear: the model's top entry, offered when the paste reports a failure and its probability is >= p;
 - combo: the shipped BM25 ranking's top entry (its per-paste result read from the CV record's rows), offered when the
@@ -36,6 +37,7 @@ from ortgpu import __version__
 from ortgpu.knowledge import load_knowledge_base
 from ortgpu.knowledge.base import KnowledgeBase
 from ortgpu.knowledge.examples import FEATURES, features_of
+from ortgpu.knowledge.linear import MAX_WEIGHTS, LinearModel, prune
 from ortgpu.knowledge.nearest import _document, reports_failure, tokens
 from ortgpu.knowledge.paste import prepare
 
@@ -74,9 +76,26 @@ def _fit(labelled: list[tuple[str, str]], kb: KnowledgeBase):
     return vectorizer, model
 
 
+def export(vectorizer, model, keep: int = MAX_WEIGHTS) -> LinearModel:
+    """The fitted model as knowledge/linear.py scores it in plain Python, its `keep` largest weights only."""
+    import numpy as np
+
+    coef = model.coef_  # (classes, terms)
+    flat = np.abs(coef).ravel()
+    floor = np.partition(flat, -keep)[-keep] if flat.size > keep else 0.0
+    terms = vectorizer.get_feature_names_out()
+    coefficients = {}
+    for j in np.nonzero((np.abs(coef) >= floor).any(axis=0))[0]:
+        column = coef[:, j]
+        coefficients[str(terms[j])] = [(int(i), float(column[i])) for i in np.nonzero(np.abs(column) >= floor)[0]]
+    idf = {str(t): float(v) for t, v in zip(terms, vectorizer.idf_, strict=True)}
+    return prune([str(c) for c in model.classes_], model.intercept_.tolist(), idf, coefficients, keep)
+
+
 def _predict(vectorizer, model, texts: list[str]) -> list[dict[str, float]]:
-    probs = model.predict_proba(vectorizer.transform([_words(t) for t in texts]))
-    return [dict(zip(model.classes_, row, strict=True)) for row in probs]
+    """Each text's class probabilities, as the PRUNED model scores them in plain Python (what would ship)."""
+    pruned = export(vectorizer, model)
+    return [pruned.probabilities(_words(t)) for t in texts]
 
 
 def _fold(name: str, kb_full: KnowledgeBase, cv_rows: dict) -> list[dict]:
