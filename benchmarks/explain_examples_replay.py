@@ -115,8 +115,11 @@ def _trained(ranking: str, p_min: float, before: list[str], kb: KnowledgeBase):
         if not reports_failure(text):
             return None
         probs = model.probabilities(_words(text))
-        if ranking == "linear":
+        if ranking in ("linear", "chain"):
             got = max(probs, key=lambda e: (probs[e], e))
+            if ranking == "chain" and probs[got] < p_min:  # else the BM25 ranking's lead at its shipped point
+                found = nearest(prepare(text).joined, kb_paste, THRESHOLD, MARGIN, extra, more)
+                return found.entry.id if found else None
         else:  # combo: the BM25 ranking's top entry, offered on the model's probability of it
             ranked = rank(prepare(text).joined, kb_paste, extra, more)
             got = ranked[0][1].id if ranked else None
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "--trained",
         nargs=2,
         metavar=("RANKING", "P"),
-        help="replay benchmarks/explain_examples_linear.py's ranking (linear or combo) at probability P instead",
+        help="replay benchmarks/explain_examples_linear.py's ranking (linear, combo or chain) at probability P instead",
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()

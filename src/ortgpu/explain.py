@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ortgpu.errors import BadInputError
-from ortgpu.knowledge import matrix
+from ortgpu.knowledge import examples, linear, matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
-from ortgpu.knowledge.linear import closest_hit
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
+from ortgpu.knowledge.nearest import closest_hit
 from ortgpu.knowledge.provider_signals import canonical_ep, ep_package
 from ortgpu.knowledge.signals import FUSED_OPS
 
@@ -103,7 +103,15 @@ def explain(text: str, kb: KnowledgeBase | None = None, *, closest: bool = True)
     hits = find_hits(paste, kb)
     guessed = False
     if not hits and closest:
-        near = closest_hit(paste, kb)
+        # the trained model's lead where it is confident, else the BM25 ranking's (both calibrated by CV)
+        near = linear.closest_hit(paste, kb) or closest_hit(
+            paste,
+            kb,
+            examples.shipped_documents(kb),
+            examples.THRESHOLD,
+            examples.MARGIN,
+            examples.shipped_features(paste),
+        )
         hits, guessed = ((near,), True) if near is not None else ((), False)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
@@ -237,6 +245,11 @@ _WINDOWS_CODES = {
 def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     if hit.how == "closest":
         groups = hit.groups
+        if "score" in groups:
+            return (
+                f"No rule matched. This entry shares the most distinctive words with the paste ({groups['terms']}; "
+                f"score {groups['score']}, next entry {groups['runner_up']})."
+            )
         return (
             f"No rule matched. A model trained on labelled pastes finds this entry the most likely ({groups['terms']}; "
             f"probability {groups['probability']}, next entry {groups['runner_up']})."
