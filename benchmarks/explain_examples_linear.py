@@ -234,7 +234,13 @@ def _markdown(doc: dict) -> str:
             f"| {method} | p >= {c['p']} | {c['pastes']} | {c['offered']} | {c['right']} | {c['wrong']} | "
             f"{c['precision']:.1%} |"
         )
-    lines += ["", f"By the rule fixed in advance, the winner: {doc['winner']}.", ""]
+    lines += [
+        "",
+        f"By the rule fixed in advance (most right leads at >= 90%, no unrelated text offered), the winner: "
+        f"{doc['winner']}. The chain was added after the first run (linear and combo only) had been seen; its p is "
+        "the linear ranking's, not re-tuned.",
+        "",
+    ]
     lines += ["| set | " + " | ".join(doc["chosen"]) + " |", "|---|" + "---|" * len(doc["chosen"])]
     for name, e in doc["per_set"].items():
         lines.append(f"| {name} | " + " | ".join(f"{c['right']}/{c['offered']}" for c in e.values()) + " |")

@@ -6,7 +6,7 @@ signal kinds explain extracts, shared libraries by base name and major version),
 least MIN_PASTES different pastes or in the knowledge base's own words: no user names, random ids or paths, and no
 texts. When no rule fires, each entry's BM25 document gains the tokens of its labelled pastes (entry_documents), and
 the closest entry is offered above THRESHOLD and MARGIN (calibrated by leave-one-set-out cross-validation,
-benchmarks/explain_examples_cv.py).
+benchmarks/explain_examples_cv.py) where knowledge/linear.py's trained model offers no lead of its own.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ THRESHOLD = 15.0  # the score floor of the BM25 ranking, by the CV below
 FEATURES: tuple[str, ...] = ("sig:", "lib:")
 # over the runner-up, by leave-one-set-out CV on seventeen sets (1,092 pastes) with FEATURES: 580 right of 641
 # offered, 90.5%, no unrelated text offered a lead (20 / 1.15 on thirteen sets, 20 / 1.2 on fifteen: 637 of 712, 89.5%,
-# on seventeen). explain's fallback is now knowledge/linear.py's trained model, better on the same folds; this BM25
-# ranking remains the baseline of benchmarks/explain_examples_linear.py and the combined ranking's candidate
+# on seventeen). explain offers knowledge/linear.py's trained model's lead first and this one where the model is unsure
+# (benchmarks/explain_examples_linear.py)
 MARGIN = 1.25
 
 
