@@ -1,0 +1,145 @@
+"""Structure in a paste about the model file or the runtime's own CUDA graph: format versions, opsets, shapes, capture.
+
+Five classes, each told by where the message comes from, not by one wording:
+
+- `ort_format_version`: a `.ort` (ORT format) model whose format version this build does not read: the model was
+  converted by another onnxruntime release (FM-159).
+- `caller_stream_capture`: ORT's CUDA graph replayed, or its graphs destroyed, while the caller's stream is capturing
+  (CUDA error 900 / cudaErrorStreamCaptureUnsupported in cuda_graph.cc, or named next to cudaStreamBeginCapture):
+  the caller's own capture around Run() with ORT's CUDA graph on (FM-160).
+- `negative_dim_shape`: a tensor built with a negative dimension (a binding's "Dimensions must be non-negative", ORT's
+  "negative value in shape"): a dynamic dimension read from the model's input metadata (-1) used as a size (FM-161).
+- `release_header_missing`: compiling against a release archive whose public header includes an internal
+  `core/...` header the archive does not ship (FM-162).
+- a standard ONNX op with "No Op registered for <op> with domain_version of N": the op exists, so the runtime has no
+  schema for that domain version: a model stamped with an opset this onnxruntime does not know (NG-07).
+Every whole-paste scan is gated by a cheap word test first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+
+__all__ = ["model_family"]
+
+_ORT_FORMAT_VERSION = re.compile(
+    r"\bORT[ _-]format\b[^\n]{0,60}?\bversion\b[^\n]{0,80}?\b(?:is not supported|not supported|unsupported"
+    r"|incompatible|cannot be (?:loaded|read))",
+    re.IGNORECASE,
+)
+# the capture error (CUDA 900 by number, name or message) ...
+_CAPTURE_ERROR = re.compile(
+    r"\bCUDA (?:failure|error) 900\b|\bcudaErrorStreamCaptureUnsupported\b"
+    r"|operation not permitted when stream is capturing",
+    re.IGNORECASE,
+)
+# ... from ORT's own CUDA graph (its source file, its manager, the graph launch/destroy calls) or the caller's capture
+_ORT_GRAPH = re.compile(
+    r"\bcuda_graph\.cc\b|\bCUDAGraph(?:Manager)?\b|\bCudaGraphSet\b|\bcudaGraphLaunch\b|\bcudaGraphExecDestroy\b"
+    r"|\benable_cuda_graph\b|\bcudaStreamBeginCapture\b",
+    re.IGNORECASE,
+)
+_NEGATIVE_DIM = re.compile(
+    r"\bDimensions must be non-negative\b|\bnegative value in (?:the )?shape\b|\bnegative dimensions? (?:is|are) not"
+    r" allowed\b|\bdimension[^\n]{0,20}? must (?:not be negative|be non-?negative|be >= ?0)\b",
+    re.IGNORECASE,
+)
+# the tensor was being built for ORT: an ORT binding's tensor types or the input metadata the dims came from
+_ORT_TENSOR = re.compile(
+    r"\bDenseTensor\b|\bOrtValue\b|\bOnnxTensor\b|\bNamedOnnxValue\b|\bCreateTensor\w{0,20}\b|\bInputMetadata\b"
+    r"|\bget_inputs\(\)|\bGetInputTypeInfo\b|\bGetShape\b|\bonnx ?runtime\b",
+    re.IGNORECASE,
+)
+# a public header of ORT's release archive that includes an internal one
+_ORT_PUBLIC_HEADER = re.compile(r"\b(?:onnxruntime_\w{1,40}|\w{1,30}_provider_factory)\.h\b")
+_INTERNAL_INCLUDE = re.compile(r"[\"<]?\bcore/(?:framework|session|common|providers|graph|platform)/\w{1,60}\.h\b")
+_NOT_FOUND = re.compile(
+    r"No such file or directory|cannot open (?:include|source) file|cannot be found|not found|file not found"
+    r"|fatal error",
+    re.IGNORECASE,
+)
+_NO_OP_REGISTERED = re.compile(r"No Op registered for (?P<op>\w{1,60}) with domain_version of (?P<version>\d{1,3})\b")
+
+# ONNX's standard operators (ai.onnx and ai.onnx.ml): no schema for one of these means the domain version is unknown
+_STANDARD_OP_NAMES = """
+    Abs Acos Acosh Add AffineGrid And ArgMax ArgMin Asin Asinh Atan Atanh AveragePool BatchNormalization Bernoulli
+    BitShift BitwiseAnd BitwiseNot BitwiseOr BitwiseXor BlackmanWindow Cast CastLike Ceil Celu CenterCropPad Clip Col2Im
+    Compress Concat ConcatFromSequence Constant ConstantOfShape Conv ConvInteger ConvTranspose Cos Cosh CumSum DFT
+    DeformConv DepthToSpace DequantizeLinear Det Div Dropout DynamicQuantizeLinear Einsum Elu Equal Erf Exp Expand
+    EyeLike Flatten Floor GRU Gather GatherElements GatherND Gelu Gemm GlobalAveragePool GlobalLpPool GlobalMaxPool
+    Greater GreaterOrEqual GridSample GroupNormalization HammingWindow HannWindow HardSigmoid HardSwish Hardmax Identity
+    If ImageDecoder InstanceNormalization IsInf IsNaN LRN LSTM LayerNormalization LeakyRelu Less LessOrEqual Log
+    LogSoftmax Loop LpNormalization LpPool MatMul MatMulInteger Max MaxPool MaxRoiPool MaxUnpool Mean
+    MeanVarianceNormalization MelWeightMatrix Min Mish Mod Mul Multinomial Neg NegativeLogLikelihoodLoss
+    NonMaxSuppression NonZero Not OneHot Optional OptionalGetElement OptionalHasElement Or PRelu Pad Pow QLinearConv
+    QLinearMatMul QuantizeLinear RNN RandomNormal RandomNormalLike RandomUniform RandomUniformLike Range Reciprocal
+    ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare
+    RegexFullMatch Relu Reshape Resize ReverseSequence RoiAlign Round STFT Scan Scatter ScatterElements ScatterND Selu
+    SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert SequenceLength SequenceMap Shape Shrink
+    Sigmoid Sign Sin Sinh Size Slice Softmax SoftmaxCrossEntropyLoss Softplus Softsign SpaceToDepth Split
+    SplitToSequence Sqrt Squeeze StringConcat StringNormalizer StringSplit Sub Sum Tan Tanh TfIdfVectorizer
+    ThresholdedRelu Tile TopK Transpose Trilu Unique Unsqueeze Upsample Where Xor ArrayFeatureExtractor Binarizer
+    CastMap CategoryMapper DictVectorizer FeatureVectorizer Imputer LabelEncoder LinearClassifier LinearRegressor
+    Normalizer OneHotEncoder SVMClassifier SVMRegressor Scaler TreeEnsembleClassifier TreeEnsembleRegressor
+    TreeEnsemble ZipMap"""
+_STANDARD_OPS = frozenset(_STANDARD_OP_NAMES.split())
+
+
+def model_family(paste: Paste) -> Iterator[Signal]:
+    """The first line of each model-family class the paste shows (see the module's docstring)."""
+    low = paste.lowered
+    if "format" in low:
+        yield from _first(paste, _ORT_FORMAT_VERSION, "ort_format_version")
+    if ("900" in low or "capturing" in low or "captureunsupported" in low) and _ORT_GRAPH.search(
+        paste.joined[:200_000]
+    ):
+        yield from _first(paste, _CAPTURE_ERROR, "caller_stream_capture")
+    if "negative" in low and _ORT_TENSOR.search(paste.joined[:200_000]):
+        yield from _first(paste, _NEGATIVE_DIM, "negative_dim_shape")
+    if "core/" in low and ".h" in low:
+        yield from _release_header_missing(paste)
+    if "no op registered" in low:
+        yield from _standard_op_unknown_version(paste)
+
+
+def _first(paste: Paste, pattern: re.Pattern[str], evidence: str) -> Iterator[Signal]:
+    for index, line in enumerate(paste.lines):
+        m = pattern.search(line)
+        if m is not None:
+            yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
+            return
+
+
+def _release_header_missing(paste: Paste) -> Iterator[Signal]:
+    """An internal core/... header named as missing, in a paste that includes one of ORT's public headers."""
+    text = paste.joined[:200_000]
+    if _ORT_PUBLIC_HEADER.search(text) is None or _NOT_FOUND.search(text) is None:
+        return
+    for index, line in enumerate(paste.lines):
+        m = _INTERNAL_INCLUDE.search(line)
+        if m is not None:
+            values = {"header": m.group(0).strip('"<')}
+            yield Signal(
+                SignalKind.ANTICIPATED,
+                index,
+                paste.starts[index] + m.start(),
+                {"evidence": "release_header_missing"},
+                values,
+            )
+            return
+
+
+def _standard_op_unknown_version(paste: Paste) -> Iterator[Signal]:
+    """No schema for a standard ONNX op at the model's domain version: the opset is past what the runtime knows."""
+    for index, line in enumerate(paste.lines):
+        m = _NO_OP_REGISTERED.search(line)
+        if m is None or m.group("op") not in _STANDARD_OPS:
+            continue
+        # placed at the line's start: the opset reading comes before the generic missing-kernel one on that line
+        attributes: dict[str, str | int] = {"component": "opset"}
+        yield Signal(SignalKind.MODEL_TOO_NEW, index, paste.starts[index], attributes, {"op": m.group("op")})
+        return
