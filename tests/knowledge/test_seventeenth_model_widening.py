@@ -1,0 +1,111 @@
+"""Explain's rules from the seen sets' model, graph and runtime misses after the seventeenth set: ORT-format model
+versions, a caller's stream capture around ORT's CUDA graph, negative dimensions from input metadata, a release
+header that includes an internal one, and standard ops without a schema at the model's opset. Texts are composed,
+not copied from any labelled set; the learned fallback is off so that the rules decide."""
+
+from __future__ import annotations
+
+import pytest
+from tests.support.explain_top import rule_ids
+from tests.support.explain_top import rule_top as top
+
+# ---------------------------------------------------------------- ORT format (.ort) model from another release
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from "
+        "yolo.ort failed: The ORT format model version [5] is not supported in this build 1.14.1.",
+        "E/onnxruntime: LoadOrtModel: ORT format version 3 unsupported by this runtime (minimal build)",
+    ],
+)
+def test_an_ort_format_model_of_another_release(text: str) -> None:
+    assert top(text) == "FM-159"
+
+
+def test_the_onnx_format_of_a_model_is_not_an_ort_format_version() -> None:
+    text = "InvalidProtobuf: Load model from m.onnx failed: Protobuf parsing failed (wrong file format or version?)"
+    assert "FM-159" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- the caller's capture around ORT's CUDA graph
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch.cuda.graph(g) around sess.run_with_iobinding(b) with enable_cuda_graph=1:\n"
+        "onnxruntime Fail: CUDA error cudaErrorStreamCaptureUnsupported: operation not permitted when stream is "
+        "capturing ; file=onnxruntime/core/providers/cuda/cuda_graph.cc ; expr=cudaGraphLaunch(exec, stream_);",
+        "We call cudaStreamBeginCapture(stream) and then session.Run(); it aborts with\n"
+        "CUDA failure 900: operation not permitted when stream is capturing",
+    ],
+)
+def test_a_callers_stream_capture_around_orts_cuda_graph(text: str) -> None:
+    assert top(text) == "FM-160"
+
+
+def test_error_900_without_any_graph_capture_is_not_the_caller_capture_class() -> None:
+    text = "CUDA failure 900: operation not permitted when stream is capturing ; expr=cudaMemcpyAsync(dst, src)"
+    assert "FM-160" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- -1 from the metadata used as a size
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'var dims = session.InputMetadata["input"].Dimensions;\nvar t = new DenseTensor<float>(dims);\n'
+        "Unhandled exception. System.ArgumentOutOfRangeException: Dimensions must be non-negative "
+        "(Parameter 'dimensions')",
+        "Ort::Value::CreateTensor with the shape from GetShape() throws: Tried creating tensor with negative value "
+        "in shape",
+    ],
+)
+def test_a_dynamic_dimension_used_as_a_tensor_size(text: str) -> None:
+    assert top(text) == "FM-161"
+
+
+def test_negative_dimensions_in_numpy_without_ort_are_not_this_class() -> None:
+    text = 'ValueError: negative dimensions are not allowed\n  File "prep.py", line 3, in <module> np.zeros(shape)'
+    assert "FM-161" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- a release header including an internal one
+
+
+def test_a_release_header_that_includes_an_internal_header() -> None:
+    text = (
+        "In file included from main.cpp:2:\n"
+        "include/dml_provider_factory.h:12:10: fatal error: core/session/onnxruntime_c_api_internal.h: "
+        "No such file or directory"
+    )
+    assert top(text) == "FM-162"
+
+
+def test_the_public_header_itself_missing_is_not_this_class() -> None:
+    text = "main.cpp:1:10: fatal error: onnxruntime_cxx_api.h: No such file or directory"
+    assert "FM-162" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- a standard op without a schema at this opset
+
+
+@pytest.mark.parametrize("op", ["Unsqueeze", "LabelEncoder"])
+def test_a_standard_op_without_a_schema_is_an_opset_too_new(op: str) -> None:
+    text = (
+        "InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. "
+        f"Error in Node:/enc/{op}_3 : No Op registered for {op} with domain_version of 21"
+    )
+    assert top(text) == "NG-07"
+
+
+def test_an_unknown_op_without_a_schema_stays_a_missing_op() -> None:
+    text = (
+        "INVALID_GRAPH : This is an invalid model. Error in Node:n0 : "
+        "No Op registered for FancyAttention with domain_version of 17"
+    )
+    assert "NG-07" not in rule_ids(text)
+    assert top(text) == "NG-08"
