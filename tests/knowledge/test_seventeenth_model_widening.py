@@ -109,3 +109,20 @@ def test_an_unknown_op_without_a_schema_stays_a_missing_op() -> None:
     )
     assert "NG-07" not in rule_ids(text)
     assert top(text) == "NG-08"
+
+
+# ---------------------------------------------------------------- fp16 NaN/Inf: "inference" is not "inf"
+
+
+def test_an_fp16_flag_on_an_inference_line_is_not_nan_or_inf() -> None:
+    text = (
+        "Node (/up/Reshape_2) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred: incompatible "
+        "shapes\n"
+        "out = engine.inference(frames, model='x2.onnx', fp16=True)  # 1920x1080"
+    )
+    assert "FM-52" not in rule_ids(text)
+    assert top(text) == "NG-11"
+
+
+def test_fp16_with_infinite_outputs_stays_an_fp16_overflow() -> None:
+    assert top("after converting to fp16 the outputs are all inf and nans") == "FM-52"
