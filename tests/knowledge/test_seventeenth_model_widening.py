@@ -126,3 +126,66 @@ def test_an_fp16_flag_on_an_inference_line_is_not_nan_or_inf() -> None:
 
 def test_fp16_with_infinite_outputs_stays_an_fp16_overflow() -> None:
     assert top("after converting to fp16 the outputs are all inf and nans") == "FM-52"
+
+
+# ---------------------------------------------------------------- graph type errors with nested types
+
+
+def test_a_type_error_on_an_output_arg_with_a_nested_type_is_an_invalid_model() -> None:
+    text = (
+        "onnxruntime Fail: [ONNXRuntimeError] : 1 : FAIL : Type Error: Type (seq(tensor(float))) of output arg "
+        "(probabilities) of node (ZipMap_2) does not match"
+    )
+    assert top(text) == "NG-11"
+
+
+# ---------------------------------------------------------------- ORT's old wording of a missing kernel
+
+
+def test_the_old_no_suitable_kernel_wording_is_a_missing_kernel() -> None:
+    text = "RuntimeError: [ONNXRuntimeError] : 1 : GENERAL ERROR : No suitable kernel definition found for op Tile(6)"
+    assert top(text) == "NG-08"
+
+
+# ---------------------------------------------------------------- a number where an option takes a name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "providers=[('CUDAExecutionProvider', {'cudnn_conv_algo_search': '2'})] and the log still shows EXHAUSTIVE",
+        'parameters { key: "cudnn_conv_algo_search" value: "0" }',
+    ],
+)
+def test_a_numeric_cudnn_conv_algo_search_is_an_option_value_problem(text: str) -> None:
+    assert top(text) == "FM-81"
+
+
+def test_a_named_cudnn_conv_algo_search_is_no_option_problem() -> None:
+    assert "FM-81" not in rule_ids("providers=[('CUDAExecutionProvider', {'cudnn_conv_algo_search': 'HEURISTIC'})]")
+
+
+# ---------------------------------------------------------------- CUDA graph and the arena; TensorRT build timeouts
+
+
+def test_an_arena_failure_with_cuda_graph_on_names_the_cuda_graph_class() -> None:
+    text = (
+        "sess options: enable_cuda_graph=1\n"
+        "Status Message: bfc_arena.cc:376 AllocateRawInternal Failed to allocate memory for requested buffer of "
+        "size 8388608"
+    )
+    assert "FM-98" in rule_ids(text)
+
+
+def test_an_arena_failure_without_cuda_graph_is_memory_only() -> None:
+    text = "bfc_arena.cc:376 AllocateRawInternal Failed to allocate memory for requested buffer of size 8388608"
+    assert "FM-98" not in rule_ids(text)
+
+
+def test_a_tensorrt_engine_build_that_timed_out_is_a_slow_build() -> None:
+    text = "worker: TRT engine building for unet.onnx timed out after 600 s; the job was killed"
+    assert top(text) == "FM-62"
+
+
+def test_a_timeout_elsewhere_is_not_a_slow_engine_build() -> None:
+    assert "FM-62" not in rule_ids("requests.exceptions.ReadTimeout: the inference server timed out")

@@ -11,6 +11,13 @@ Five classes, each told by where the message comes from, not by one wording:
   "negative value in shape"): a dynamic dimension read from the model's input metadata (-1) used as a size (FM-161).
 - `release_header_missing`: compiling against a release archive whose public header includes an internal
   `core/...` header the archive does not ship (FM-162).
+- `enum_option_number`: cudnn_conv_algo_search given a number where the string options take a name
+  (EXHAUSTIVE / HEURISTIC / DEFAULT): a provider-option value not understood (FM-81).
+- `cuda_graph_arena`: the BFC arena fails an allocation in a paste that turns ORT's CUDA graph on: capture forbids
+  new device allocations, the run needs one (FM-98, after the memory reading).
+- `trt_build_timeout`: a TensorRT engine build that timed out (a caller's probe or timeout killed it): slow engine
+  builds at session creation (FM-62).
+- ORT's old wording for a missing kernel, "No suitable kernel definition found for op X(N)": NG-08's missing kernel.
 - a standard ONNX op with "No Op registered for <op> with domain_version of N": the op exists, so the runtime has no
   schema for that domain version: a model stamped with an opset this onnxruntime does not know (NG-07).
 Every whole-paste scan is gated by a cheap word test first.
@@ -64,6 +71,17 @@ _NOT_FOUND = re.compile(
 )
 _NO_OP_REGISTERED = re.compile(r"No Op registered for (?P<op>\w{1,60}) with domain_version of (?P<version>\d{1,3})\b")
 
+_NUMERIC_ALGO_SEARCH = re.compile(
+    r"\bcudnn_conv_algo_search\b[\"']?\s{0,3}(?:[:=,]|value\s{0,2}:)\s{0,3}[\"']?(?P<value>\d)\b", re.IGNORECASE
+)
+_ARENA_FAILED = re.compile(r"Failed to allocate memory for requested buffer|BFCArena::AllocateRawInternal")
+_CUDA_GRAPH_ON = re.compile(r"\benable_cuda_graph\b|\bcuda[ _-]?graphs?\b|\bgraph capture\b", re.IGNORECASE)
+_TRT_BUILD_TIMEOUT = re.compile(
+    r"\b(?:TensorRT|TRT)\b[^\n]{0,40}?\bengine build(?:ing)?\b[^\n]{0,40}?\b(?:timed out|time ?out)\b",
+    re.IGNORECASE,
+)
+_OLD_MISSING_KERNEL = re.compile(r"No suitable kernel definition found for op (?P<op>\w{1,60})\((?P<version>\d{1,3})\)")
+
 # ONNX's standard operators (ai.onnx and ai.onnx.ml): no schema for one of these means the domain version is unknown
 _STANDARD_OP_NAMES = """
     Abs Acos Acosh Add AffineGrid And ArgMax ArgMin Asin Asinh Atan Atanh AveragePool BatchNormalization Bernoulli
@@ -102,6 +120,21 @@ def model_family(paste: Paste) -> Iterator[Signal]:
         yield from _first(paste, _NEGATIVE_DIM, "negative_dim_shape")
     if "core/" in low and ".h" in low:
         yield from _release_header_missing(paste)
+    if "cudnn_conv_algo_search" in low:
+        yield from _first(paste, _NUMERIC_ALGO_SEARCH, "enum_option_number")
+    if "allocate" in low and ("graph" in low) and _CUDA_GRAPH_ON.search(paste.joined[:200_000]):
+        yield from _first(paste, _ARENA_FAILED, "cuda_graph_arena")
+    if "timed out" in low or "timeout" in low or "time out" in low:
+        yield from _first(paste, _TRT_BUILD_TIMEOUT, "trt_build_timeout")
+    if "no suitable kernel" in low:
+        for index, line in enumerate(paste.lines):
+            m = _OLD_MISSING_KERNEL.search(line)
+            if m is not None:
+                values = {"op": m.group("op")}
+                yield Signal(
+                    SignalKind.MISSING_KERNEL, index, paste.starts[index] + m.start(), {"op": m.group("op")}, values
+                )
+                break
     if "no op registered" in low:
         yield from _standard_op_unknown_version(paste)
 
