@@ -88,7 +88,7 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:ort_format_model_version": "FM-159",
     "NEW:caller_stream_capture_with_ort_cuda_graph": "FM-160",
     "NEW:dynamic_dim_used_as_tensor_shape": "FM-161",
-    "NEW:release_archive_header_missing": "FM-162",
+    "NEW:release_archive_header_missing": "FM-91",  # FM-91 covers a release header including a missing one
 }
 
 

@@ -1,6 +1,6 @@
 """Structure in a paste about the model file or the runtime's own CUDA graph: format versions, opsets, shapes, capture.
 
-Five classes, each told by where the message comes from, not by one wording:
+Classes, each told by where the message comes from, not by one wording:
 
 - `ort_format_version`: a `.ort` (ORT format) model whose format version this build does not read: the model was
   converted by another onnxruntime release (FM-159).
@@ -9,8 +9,6 @@ Five classes, each told by where the message comes from, not by one wording:
   the caller's own capture around Run() with ORT's CUDA graph on (FM-160).
 - `negative_dim_shape`: a tensor built with a negative dimension (a binding's "Dimensions must be non-negative", ORT's
   "negative value in shape"): a dynamic dimension read from the model's input metadata (-1) used as a size (FM-161).
-- `release_header_missing`: compiling against a release archive whose public header includes an internal
-  `core/...` header the archive does not ship (FM-162).
 - `enum_option_number`: cudnn_conv_algo_search given a number where the string options take a name
   (EXHAUSTIVE / HEURISTIC / DEFAULT): a provider-option value not understood (FM-81).
 - `cuda_graph_arena`: the BFC arena fails an allocation in a paste that turns ORT's CUDA graph on: capture forbids
@@ -59,14 +57,6 @@ _NEGATIVE_DIM = re.compile(
 _ORT_TENSOR = re.compile(
     r"\bDenseTensor\b|\bOrtValue\b|\bOnnxTensor\b|\bNamedOnnxValue\b|\bCreateTensor\w{0,20}\b|\bInputMetadata\b"
     r"|\bget_inputs\(\)|\bGetInputTypeInfo\b|\bGetShape\b|\bonnx ?runtime\b",
-    re.IGNORECASE,
-)
-# a public header of ORT's release archive that includes an internal one
-_ORT_PUBLIC_HEADER = re.compile(r"\b(?:onnxruntime_\w{1,40}|\w{1,30}_provider_factory)\.h\b")
-_INTERNAL_INCLUDE = re.compile(r"[\"<]?\bcore/(?:framework|session|common|providers|graph|platform)/\w{1,60}\.h\b")
-_NOT_FOUND = re.compile(
-    r"No such file or directory|cannot open (?:include|source) file|cannot be found|not found|file not found"
-    r"|fatal error",
     re.IGNORECASE,
 )
 _NO_OP_REGISTERED = re.compile(r"No Op registered for (?P<op>\w{1,60}) with domain_version of (?P<version>\d{1,3})\b")
@@ -118,8 +108,6 @@ def model_family(paste: Paste) -> Iterator[Signal]:
         yield from _first(paste, _CAPTURE_ERROR, "caller_stream_capture")
     if "negative" in low and _ORT_TENSOR.search(paste.joined[:200_000]):
         yield from _first(paste, _NEGATIVE_DIM, "negative_dim_shape")
-    if "core/" in low and ".h" in low:
-        yield from _release_header_missing(paste)
     if "cudnn_conv_algo_search" in low:
         yield from _first(paste, _NUMERIC_ALGO_SEARCH, "enum_option_number")
     if "allocate" in low and ("graph" in low) and _CUDA_GRAPH_ON.search(paste.joined[:200_000]):
@@ -144,25 +132,6 @@ def _first(paste: Paste, pattern: re.Pattern[str], evidence: str) -> Iterator[Si
         m = pattern.search(line)
         if m is not None:
             yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
-            return
-
-
-def _release_header_missing(paste: Paste) -> Iterator[Signal]:
-    """An internal core/... header named as missing, in a paste that includes one of ORT's public headers."""
-    text = paste.joined[:200_000]
-    if _ORT_PUBLIC_HEADER.search(text) is None or _NOT_FOUND.search(text) is None:
-        return
-    for index, line in enumerate(paste.lines):
-        m = _INTERNAL_INCLUDE.search(line)
-        if m is not None:
-            values = {"header": m.group(0).strip('"<')}
-            yield Signal(
-                SignalKind.ANTICIPATED,
-                index,
-                paste.starts[index] + m.start(),
-                {"evidence": "release_header_missing"},
-                values,
-            )
             return
 
 
