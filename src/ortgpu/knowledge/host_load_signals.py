@@ -48,7 +48,9 @@ _ORDINAL = re.compile(
     re.IGNORECASE,
 )
 _INBOX = re.compile(r"[\\/]engine[\\/]{1,2}lotus[\\/]{1,2}onnxruntime[\\/]", re.IGNORECASE)
-_WINML = re.compile(r"Windows\.AI\.MachineLearning|Microsoft\.AI\.MachineLearning|\bWinML\b|\bLearningModel", re.I)
+_WINML = re.compile(
+    r"Windows\.AI\.MachineLearning|Microsoft\.AI\.MachineLearning|\bWinML\b|\bLearningModel|\bWinRT\b", re.I
+)
 
 
 def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
