@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.support.explain_top import rule_ids, rule_top
 
 
