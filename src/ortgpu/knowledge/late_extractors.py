@@ -13,6 +13,7 @@ from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
 from ortgpu.knowledge.loader_family_signals import loader_family
+from ortgpu.knowledge.model_family_signals import model_family
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal
 from ortgpu.knowledge.version_signals import dll_init_failed, model_too_new, symbol_mismatch, two_runtimes
@@ -38,4 +39,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     loader_family,
     binding_data,
     host_load,
+    model_family,
 )
