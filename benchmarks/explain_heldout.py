@@ -84,6 +84,13 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:internal_cpp_api_not_exported": "FM-134",
     "NEW:cuda_runtime_older_than_build": "FM-135",
     "NEW:cpu_copy_tensor_async_missing": "FM-136",
+    # entries added after the seventeenth set's run (for re-runs on seen sets only)
+    "NEW:local_module_shadows_package": "FM-151",
+    "NEW:cxx_api_used_during_static_init": "FM-152",
+    "NEW:ort_format_model_version": "FM-159",
+    "NEW:caller_stream_capture_with_ort_cuda_graph": "FM-160",
+    "NEW:dynamic_dim_used_as_tensor_shape": "FM-161",
+    "NEW:release_archive_header_missing": "FM-91",  # FM-91 covers a release header including a missing one
 }
 
 

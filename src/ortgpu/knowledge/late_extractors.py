@@ -8,10 +8,12 @@ from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.binding_data_signals import binding_data
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
 from ortgpu.knowledge.graph_family_signals import graph_family
+from ortgpu.knowledge.host_load_signals import host_load
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
 from ortgpu.knowledge.loader_family_signals import loader_family
+from ortgpu.knowledge.model_family_signals import model_family
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal
 from ortgpu.knowledge.version_signals import dll_init_failed, model_too_new, symbol_mismatch, two_runtimes
@@ -36,4 +38,6 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     graph_family,
     loader_family,
     binding_data,
+    host_load,
+    model_family,
 )

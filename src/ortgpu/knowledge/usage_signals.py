@@ -70,6 +70,7 @@ _WEBGPU_FAILED = re.compile(
     r"|requestAdapter|navigator\.gpu",
     re.IGNORECASE,
 )
+_NOT_REGISTERED = re.compile(r"\[wasm\] backend not found", re.IGNORECASE)
 _NATIVE_EP = re.compile(r"\b(?:cuda|dml|directml|tensorrt|coreml|webnn)\b", re.IGNORECASE)
 
 
@@ -83,7 +84,10 @@ def web_backend(paste: Paste) -> Iterator[Signal]:
         if m is None:
             continue
         window = "\n".join(paste.lines[max(0, index - 3) : index + 6])
-        if _WASM_FAILED.search(window):
+        if _NOT_REGISTERED.search(window):
+            # "[wasm] backend not found": no package registered that backend at all (onnxruntime-node has no wasm)
+            evidence = "missing_ep"
+        elif _WASM_FAILED.search(window):
             evidence = "wasm"
         elif _WEBGPU_FAILED.search(window):
             evidence = "webgpu"
