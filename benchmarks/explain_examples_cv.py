@@ -53,6 +53,8 @@ SETS = {
     "thirteenth": ["explain_pastes_thirteenth_dev.json", "explain_pastes_thirteenth_heldout.json"],
     "fourteenth": ["explain_pastes_fourteenth_dev.json", "explain_pastes_fourteenth_heldout.json"],
     "fifteenth": ["explain_pastes_fifteenth.json"],
+    "sixteenth": ["explain_pastes_sixteenth.json"],
+    "seventeenth": ["explain_pastes_seventeenth.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),

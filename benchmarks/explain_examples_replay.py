@@ -31,7 +31,7 @@ from ortgpu import __version__
 from ortgpu.knowledge import load_knowledge_base
 from ortgpu.knowledge.base import KnowledgeBase
 from ortgpu.knowledge.examples import FEATURES, MARGIN, THRESHOLD, build_examples, entry_documents, features_of
-from ortgpu.knowledge.nearest import nearest
+from ortgpu.knowledge.nearest import nearest, rank, reports_failure
 from ortgpu.knowledge.paste import prepare
 
 HERE = Path(__file__).resolve().parent
@@ -103,7 +103,37 @@ def _kb_then(record: Path, kb_now: KnowledgeBase) -> tuple[KnowledgeBase, str]:
         return kb_now, "current"
 
 
-def _measure(measurement: tuple, kb_now: KnowledgeBase, point: tuple[float, float, tuple[str, ...]]) -> dict:
+def _trained(ranking: str, p_min: float, before: list[str], kb: KnowledgeBase):
+    """For --trained: a function (paste text, kb, BM25 extra, features) -> the entry offered or None, with the model
+    of benchmarks/explain_examples_linear.py fitted on the sets before only (kb: less the examples of every issue of
+    the replayed set, as a CV fold's)."""
+    from explain_examples_linear import _fit, _words, export
+
+    model = export(*_fit(_labelled(_pastes(before), kb), kb))
+
+    def offer(text: str, kb_paste: KnowledgeBase, extra: dict, more: list[str]) -> str | None:
+        if not reports_failure(text):
+            return None
+        probs = model.probabilities(_words(text))
+        if ranking in ("linear", "chain"):
+            got = max(probs, key=lambda e: (probs[e], e))
+            if ranking == "chain" and probs[got] < p_min:  # else the BM25 ranking's lead at its shipped point
+                found = nearest(prepare(text).joined, kb_paste, THRESHOLD, MARGIN, extra, more)
+                return found.entry.id if found else None
+        else:  # combo: the BM25 ranking's top entry, offered on the model's probability of it
+            ranked = rank(prepare(text).joined, kb_paste, extra, more)
+            got = ranked[0][1].id if ranked else None
+        return got if got is not None and probs.get(got, 0.0) >= p_min else None
+
+    return offer
+
+
+def _measure(
+    measurement: tuple,
+    kb_now: KnowledgeBase,
+    point: tuple[float, float, tuple[str, ...]],
+    trained: tuple[str, float] | None = None,
+) -> dict:
     row_id, name, records, split, extra_files, first = measurement
     before = [f for s, files in ORDER[: [s for s, _ in ORDER].index(name)] for f in files] + list(extra_files)
     texts = {p["id"]: p for p in _pastes(dict(ORDER)[name])}
@@ -115,6 +145,12 @@ def _measure(measurement: tuple, kb_now: KnowledgeBase, point: tuple[float, floa
     threshold, margin, prefixes = point
     examples = build_examples(_labelled(_pastes(before), kb_then), kb_then, before, prefixes) if before else None
     extra = entry_documents(examples, kb_then) if examples else {}
+    offer = None
+    if trained and before:
+        kb_fit = kb_then
+        for paste in texts.values():
+            kb_fit = _without_same_issue(kb_fit, paste)
+        offer = _trained(trained[0], trained[1], before, kb_fit)
     counts = {
         "pastes": len(stored),
         "correct_then": sum(r["correct"] for r in stored),
@@ -135,8 +171,11 @@ def _measure(measurement: tuple, kb_now: KnowledgeBase, point: tuple[float, floa
         kb = _without_same_issue(kb_then, paste)
         prepared = prepare(paste["text"])
         more = features_of(prepared, prefixes)
-        found = nearest(prepared.joined, kb, threshold, margin, extra, more)
-        got = found.entry.id if found else None
+        if trained:
+            got = offer(paste["text"], kb, extra, more) if offer else None
+        else:
+            found = nearest(prepared.joined, kb, threshold, margin, extra, more)
+            got = found.entry.id if found else None
         right = got is not None and got in _accepted(paste["expected"], kb)
         kind = "silent" if verdict == "not_recognised" else "closest"
         counts[kind] += 1
@@ -171,11 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--features", nargs="*", default=list(FEATURES), help="kinds of feature, e.g. sig: lib: (default: shipped)"
     )
+    parser.add_argument(
+        "--trained",
+        nargs=2,
+        metavar=("RANKING", "P"),
+        help="replay benchmarks/explain_examples_linear.py's ranking (linear, combo or chain) at probability P instead",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     kb_now = load_knowledge_base()
     point = (args.threshold, args.margin, tuple(args.features))
-    rows = [_measure(m, kb_now, point) for m in MEASUREMENTS]
+    trained = (args.trained[0], float(args.trained[1])) if args.trained else None
+    rows = [_measure(m, kb_now, point, trained) for m in MEASUREMENTS]
     first = [r for r in rows if r["first_run"]]
     keys = (
         "pastes",
@@ -190,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         "closest_right",
     )
     options = f" --threshold {args.threshold} --margin {args.margin} --features {' '.join(args.features)}".rstrip()
+    options += f" --trained {args.trained[0]} {args.trained[1]}" if args.trained else ""
     doc = {
         "schema": 1,
         "command": f"python benchmarks/explain_examples_replay.py --out {args.out.as_posix()} --stamp {args.stamp}"
@@ -199,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "threshold": args.threshold,
         "margin": args.margin,
         "features": list(args.features),
+        "trained": args.trained,
         "first_runs": {k: sum(r[k] for r in first) for k in keys},
         "seconds": round(time.perf_counter() - start, 1),
         "measurements": rows,

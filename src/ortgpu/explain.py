@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ortgpu.errors import BadInputError
-from ortgpu.knowledge import examples, matrix
+from ortgpu.knowledge import examples, linear, matrix
 from ortgpu.knowledge.base import FailureMode, Family, KnowledgeBase, Severity, load_knowledge_base
 from ortgpu.knowledge.matcher import Hit, PasteFacts, extract_facts, find_hits, prepare
 from ortgpu.knowledge.matrix import LibraryFamily, Platform
@@ -103,8 +103,15 @@ def explain(text: str, kb: KnowledgeBase | None = None, *, closest: bool = True)
     hits = find_hits(paste, kb)
     guessed = False
     if not hits and closest:
-        more = examples.shipped_features(paste)
-        near = closest_hit(paste, kb, examples.shipped_documents(kb), examples.THRESHOLD, examples.MARGIN, more)
+        # the trained model's lead where it is confident, else the BM25 ranking's (both calibrated by CV)
+        near = linear.closest_hit(paste, kb) or closest_hit(
+            paste,
+            kb,
+            examples.shipped_documents(kb),
+            examples.THRESHOLD,
+            examples.MARGIN,
+            examples.shipped_features(paste),
+        )
         hits, guessed = ((near,), True) if near is not None else ((), False)
     if facts.build_cuda_major is None and any(h.entry.id == "FM-30" for h in hits):
         # the Windows 1.19.0 GPU zip is a CUDA 11 / cuDNN 8 build, unlike every other 1.19 package
@@ -238,9 +245,14 @@ _WINDOWS_CODES = {
 def _detail(hit: Hit, facts: PasteFacts) -> str | None:
     if hit.how == "closest":
         groups = hit.groups
+        if "score" in groups:
+            return (
+                f"No rule matched. This entry shares the most distinctive words with the paste ({groups['terms']}; "
+                f"score {groups['score']}, next entry {groups['runner_up']})."
+            )
         return (
-            f"No rule matched. This entry shares the most distinctive words with the paste ({groups['terms']}; score "
-            f"{groups['score']}, next entry {groups['runner_up']})."
+            f"No rule matched. A model trained on labelled pastes finds this entry the most likely ({groups['terms']}; "
+            f"probability {groups['probability']}, next entry {groups['runner_up']})."
         )
     parts: list[str] = []
     for lib in hit.libraries:

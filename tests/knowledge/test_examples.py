@@ -1,5 +1,6 @@
-"""The fallback's labelled-paste examples: tokens only (none from a single paste), used only when no rule fires, an
-entry offered as a lead when a paste shares its labelled pastes' words, nothing for unrelated words, and bounded."""
+"""The fallback's labelled-paste examples and its trained model: tokens only (none from a single paste), used only
+when no rule fires, an entry offered as a lead when a paste carries its labelled pastes' words, nothing for unrelated
+words, and bounded."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from types import ModuleType
 import pytest
 
 from ortgpu.explain import PasteKind, explain
-from ortgpu.knowledge import examples, load_knowledge_base
-from ortgpu.knowledge.examples import Example, Examples, build_examples, features_of, load_examples
-from ortgpu.knowledge.nearest import nearest, tokens, vocabulary
+from ortgpu.knowledge import examples, linear, load_knowledge_base
+from ortgpu.knowledge.examples import build_examples, features_of, load_examples
+from ortgpu.knowledge.linear import LinearModel
+from ortgpu.knowledge.nearest import tokens, vocabulary
 from ortgpu.knowledge.paste import prepare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,21 +37,23 @@ def _builder() -> ModuleType:
 
 
 @pytest.fixture
-def with_examples(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Replace the packaged examples for one test (the per-process cache is cleared before and after)."""
+def with_model(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Replace the packaged trained model (and the feature kinds its queries carry) for one test."""
 
-    def use(found: Examples) -> None:
-        examples._SHIPPED.clear()
-        monkeypatch.setattr(examples, "load_examples", lambda path=None: found)
+    def use(model: LinearModel, kinds: tuple[str, ...] = examples.FEATURES) -> None:
+        shipped = linear._Shipped(model, kinds, linear.P_MIN)
+        monkeypatch.setattr(linear, "shipped_model", lambda: shipped)
 
-    yield use
-    examples._SHIPPED.clear()
+    return use
 
 
-def _synthetic(entry: str) -> Examples:
-    return Examples(
-        ("synthetic",), tuple(Example(entry, tuple(sorted((*INVENTED[i % 2 :], "cuda")))) for i in range(10))
-    )
+def _taught(weights: dict[str, float], entry: str = "FM-21") -> LinearModel:
+    """The shipped model, taught these (invented) terms for one entry, as fitting on pastes that carry them would."""
+    shipped = linear.shipped_model().model
+    i = shipped.classes.index(entry)
+    idf = {**shipped.idf, **dict.fromkeys(weights, 5.0)}
+    taught = {**shipped.weights, **{t: ((i, w),) for t, w in weights.items()}}
+    return LinearModel(shipped.classes, shipped.intercepts, idf, taught)
 
 
 def test_the_shipped_examples_load_and_hold_no_token_from_a_single_paste() -> None:
@@ -80,37 +84,66 @@ def test_the_shipped_examples_learn_from_every_seen_set_the_eleventh_included() 
     assert {"explain_pastes_eleventh_dev.json", "explain_pastes_eleventh_heldout.json"} <= set(shipped.built_from)
 
 
-def test_a_paste_of_the_eleventh_set_now_gets_its_labelled_entry_from_the_fallback() -> None:
-    # KA24: onnxruntime.dll cannot load its dependencies on a Windows Server too old for the build; examples without
-    # the eleventh set lead the fallback to FM-82 (the binding's library), the eleventh set's labels teach it FM-93
-    # (the fallback alone, with its features, as when no rule fires)
-    kb = load_knowledge_base()
+def test_a_paste_of_the_eleventh_set_gets_its_labelled_entry_from_the_trained_fallback() -> None:
+    # KA24: onnxruntime.dll cannot load its dependencies on a Windows Server too old for the build; BM25 over examples
+    # without the eleventh set led to FM-82 (the binding's library); the eleventh set's labels teach the model FM-93
     paste = next(
         p
         for p in json.loads((DATA / "explain_pastes_eleventh_heldout.json").read_text(encoding="utf-8"))["pastes"]
         if p["id"] == "KA24"
     )
-    prepared = prepare(paste["text"])
-    more = examples.features_of(prepared, examples.FEATURES)
-    builder = _builder()
-    without = [n for n in builder.seen_sets() if "eleventh" not in n]
-    before = build_examples(builder.labelled(without, kb), kb, [], examples.FEATURES)
-    point = (examples.THRESHOLD, examples.MARGIN)
-    old = nearest(prepared.joined, kb, *point, examples.entry_documents(before, kb), more)
-    new = nearest(prepared.joined, kb, *point, examples.shipped_documents(kb), more)
-    assert old is not None and old.entry.id == "FM-82"
-    assert new is not None and new.entry.id == "FM-93"
+    hit = linear.closest_hit(prepare(paste["text"]), load_knowledge_base())
+    assert hit is not None and hit.entry.id == "FM-93" and hit.how == "closest"
+    assert float(hit.groups["probability"]) >= linear.P_MIN
 
 
 def test_the_shipped_threshold_and_margin_are_the_ones_the_committed_cross_validation_chose() -> None:
-    record = ROOT / "benchmarks" / "results" / "2026-12-01-cpu-explain-examples-cv.json"
+    record = ROOT / "benchmarks" / "results" / "2026-12-02-cpu-explain-examples-cv.json"
     doc = json.loads(record.read_text(encoding="utf-8"))
     chosen = doc["chosen"][doc["shipped"]]
     assert (chosen["threshold"], chosen["margin"]) == (examples.THRESHOLD, examples.MARGIN)
     assert chosen["precision"] >= 0.9
     assert load_examples().features == examples.FEATURES == tuple(doc["shipped_features"])
-    # the shipped ranking has the most right leads at >= 90% of every ranking tried
+    # the BM25 ranking kept as the baseline has the most right leads at >= 90% of every BM25 ranking tried
     assert chosen["right"] == max(c.get("right", 0) for c in doc["chosen"].values())
+
+
+def test_the_trained_fallback_is_what_the_committed_cross_validation_chose_over_the_bm25_one() -> None:
+    record = ROOT / "benchmarks" / "results" / "2026-12-02-cpu-explain-examples-linear.json"
+    doc = json.loads(record.read_text(encoding="utf-8"))
+    chosen = doc["chosen"][doc["winner"]]
+    # explain offers the model's lead at p >= P_MIN, else the BM25 ranking's at its CV point: the "chain" ranking
+    assert doc["winner"] == "chain" and chosen["p"] == linear.P_MIN == linear.shipped_model().p_min
+    assert (doc["baseline"]["threshold"], doc["baseline"]["margin"]) == (examples.THRESHOLD, examples.MARGIN)
+    assert chosen["precision"] >= 0.9 and chosen["right"] > doc["baseline"]["right"]
+    cv = json.loads((ROOT / "benchmarks" / "results" / "2026-12-02-cpu-explain-examples-cv.json").read_text("utf-8"))
+    assert doc["baseline"]["right"] == cv["chosen"][cv["shipped"]]["right"]  # the same folds
+
+
+def test_the_shipped_model_learns_from_every_seen_set_within_its_size_budget() -> None:
+    path = ROOT / "src" / "ortgpu" / "data" / "explain_linear.json"
+    assert path.stat().st_size < 1_000_000
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["built_from"] == _builder().seen_sets() and tuple(doc["features"]) == examples.FEATURES
+    assert sum(len(ws) for ws in doc["weights"].values()) <= linear.MAX_WEIGHTS
+    assert set(doc["classes"]) <= {e.id for e in load_knowledge_base().entries}
+
+
+def test_the_trainer_fits_a_model_that_offers_the_entry_of_new_words() -> None:
+    pytest.importorskip("sklearn")
+    spec = importlib.util.spec_from_file_location("lin", ROOT / "benchmarks/explain_examples_linear.py")
+    assert spec is not None and spec.loader is not None
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    trainer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trainer)
+    kb = load_knowledge_base()
+    labelled = [("FM-21", f"Error: frobnicator glimmerstack case {i}") for i in range(6)]
+    labelled += [("FM-01", f"Error: quuxdevice zentrailoader case {i}") for i in range(6)]
+    model = trainer.export(*trainer._fit(labelled, kb), keep=5000)
+    probs = model.probabilities(tokens("Exception: glimmerstack frobnicator"))
+    assert max(probs, key=probs.__getitem__) == "FM-21"
 
 
 def test_the_twelfth_set_is_learnt_from_once_its_held_out_half_was_measured() -> None:
@@ -119,22 +152,13 @@ def test_the_twelfth_set_is_learnt_from_once_its_held_out_half_was_measured() ->
     assert {"explain_pastes_twelfth_dev.json", "explain_pastes_twelfth_heldout.json"} <= set(built_from)
 
 
-def _library_examples(kinds: tuple[str, ...]) -> Examples:
-    # eight pastes labelled FM-21 that named the (invented) library libzentrai.so.7
-    return Examples(
-        ("synthetic",),
-        tuple(Example("FM-21", ("lib:zentrai", "lib:zentrai@7", "startup", "went", f"startupx{i}")) for i in range(8)),
-        kinds,
-    )
-
-
-def test_a_library_named_in_another_form_gets_the_entry_its_labelled_pastes_named(with_examples) -> None:  # type: ignore[no-untyped-def]
-    # the labelled pastes said libzentrai.so.7; the user's paste says zentrai64_7.dll: the words differ, the library
-    # and its major version are the same
+def test_a_library_named_in_another_form_gets_the_entry_its_labelled_pastes_named(with_model) -> None:  # type: ignore[no-untyped-def]
+    # the labelled pastes said libzentrai.so.7 (the model learnt lib:zentrai@7); the user's paste says
+    # zentrai64_7.dll: the words differ, the library and its major version are the same
     text = "Exception: zentrai64_7.dll went wrong at startup"
-    with_examples(_library_examples(()))
+    with_model(_taught({"lib:zentrai@7": 12.0}), ())
     assert explain(text).verdict is PasteKind.NOT_RECOGNISED
-    with_examples(_library_examples(("sig:", "lib:")))
+    with_model(_taught({"lib:zentrai@7": 12.0}), ("sig:", "lib:"))
     result = explain(text)
     assert result.verdict is PasteKind.CLOSEST
     assert result.matches[0].id == "FM-21" and result.matches[0].matched_by == "closest"
@@ -168,10 +192,9 @@ def test_the_builder_is_deterministic_and_drops_single_paste_tokens() -> None:
     assert not kept & {"userjohnsmith", "randomid8723xq"}
 
 
-def test_a_paste_in_new_words_gets_the_entry_its_labelled_pastes_share(with_examples) -> None:  # type: ignore[no-untyped-def]
-    with_examples(Examples((), ()))
+def test_a_paste_in_new_words_gets_the_entry_its_labelled_pastes_share(with_model) -> None:  # type: ignore[no-untyped-def]
     assert explain(NEW_WORDS_PASTE).verdict is PasteKind.NOT_RECOGNISED
-    with_examples(_synthetic("FM-21"))
+    with_model(_taught(dict.fromkeys(INVENTED, 6.0)))
     result = explain(NEW_WORDS_PASTE)
     assert result.verdict is PasteKind.CLOSEST and not result.recognised
     assert result.matches[0].id == "FM-21" and result.matches[0].matched_by == "closest"
@@ -191,11 +214,10 @@ def test_a_paste_of_unrelated_words_gets_nothing_from_the_shipped_examples() -> 
         "indices\n index: 2 Got: 320 Expected: 640",
     ],
 )
-def test_a_paste_a_rule_recognises_keeps_its_answer(with_examples, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_paste_a_rule_recognises_keeps_its_answer(with_model, text: str) -> None:  # type: ignore[no-untyped-def]
     shipped = explain(text)
-    with_examples(Examples((), ()))
-    before = explain(text)
-    with_examples(_synthetic("FM-21"))
+    before = explain(text, closest=False)
+    with_model(_taught(dict.fromkeys(tokens(text), 30.0)))
     synthetic = explain(text)
     assert before.recognised and before.verdict is not PasteKind.CLOSEST
     for result in (shipped, synthetic):
@@ -207,7 +229,7 @@ def test_a_huge_hostile_paste_stays_quick() -> None:
     explain("warm the index up: Error")
     rng = random.Random(7)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(9)) for _ in range(4000)]
-    shipped = sorted({t for e in load_examples().examples for t in e.tokens})
+    shipped = sorted({t for e in load_examples().examples for t in e.tokens} | set(linear.shipped_model().model.idf))
     text = "Error: " + " ".join(words + shipped * 2)
     text = (text * (64_000 // len(text) + 1))[:900_000]
     start = time.perf_counter()
