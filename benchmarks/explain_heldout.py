@@ -91,6 +91,10 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:caller_stream_capture_with_ort_cuda_graph": "FM-160",
     "NEW:dynamic_dim_used_as_tensor_shape": "FM-161",
     "NEW:release_archive_header_missing": "FM-91",  # FM-91 covers a release header including a missing one
+    # entries added from the eighteenth set's dev half (only labels seen in that half)
+    "NEW:wrapper_uses_removed_genai_api": "FM-167",
+    "NEW:concurrent_session_init_kernel_registry_race": "FM-168",
+    "NEW:serving_app_dtype_unsupported_on_backend": "FM-169",
 }
 
 
