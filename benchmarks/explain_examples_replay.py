@@ -55,6 +55,7 @@ ORDER = [
     ("fifteenth", ["explain_pastes_fifteenth.json"]),
     ("sixteenth", ["explain_pastes_sixteenth.json"]),
     ("seventeenth", ["explain_pastes_seventeenth.json"]),
+    ("eighteenth", ["explain_pastes_eighteenth_dev.json", "explain_pastes_eighteenth_heldout.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -81,11 +82,15 @@ MEASUREMENTS = [
     ("20", "fifteenth", ["fifteenth-before"], None, [], True),
     ("21", "sixteenth", ["sixteenth-before"], None, [], True),
     ("22", "seventeenth", ["seventeenth-before"], None, [], True),
+    ("23", "eighteenth", ["eighteenth-dev-before", "eighteenth-heldout-before"], None, [], True),
+    ("24", "eighteenth", ["eighteenth-heldout"], None, ["explain_pastes_eighteenth_dev.json"], False),
 ]
 
 
 def _record(name: str) -> Path:
-    return RESULTS / f"2026-12-01-cpu-explain-{name}.json"
+    """The record of a run by its name, whichever day it was made (the newest if several)."""
+    found = sorted(RESULTS.glob(f"????-??-??-cpu-explain-{name}.json"))
+    return found[-1] if found else RESULTS / f"2026-12-01-cpu-explain-{name}.json"
 
 
 def _kb_then(record: Path, kb_now: KnowledgeBase) -> tuple[KnowledgeBase, str]:
