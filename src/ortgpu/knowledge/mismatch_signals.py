@@ -11,7 +11,8 @@ Classes, each told by who raises it and what it names, not by one wording:
 - `feed_name_not_in_metadata`: the C# binding's "Input name: 'x' is not in the metadata" (or output): a feed or fetch
   named something the model does not declare (NG-05).
 - `genai_contrib_check`: a type error on a contrib op that onnxruntime-genai's model builder emits (GroupQueryAttention,
-  MatMulNBits, ...) at load in a genai paste, the C# `OnnxRuntimeGenAI` included: model and runtime do not pair (FM-144).
+  MatMulNBits, ...) at load in a genai paste, the C# `OnnxRuntimeGenAI` included: model and runtime do not pair
+  (FM-144).
 - `kernel_input_missing`: ORT's own "Missing Input: <name>" from OpKernelContext::Input while running a node: the node
   declares the input, the runtime has no value for it; feeds are checked before this, so a runtime release's
   regression in that kernel (FM-178).
@@ -65,7 +66,7 @@ _MISSING_INPUT = re.compile(
 )
 _NODE_FLOAT16 = re.compile(r"\bTensor\.data must be a typed array\b[^\n]{0,40}?\bfor float16 tensors\b", re.IGNORECASE)
 _JAVA_CLASS_MISSING = re.compile(
-    r"\b(?:NoClassDefFoundError|ClassNotFoundException):? (?!Could not initialize)(?P<cls>ai[./]onnxruntime[./][\w./$]{1,120})"
+    r"\b(?:NoClassDefFoundError|ClassNotFoundException):? (?P<cls>ai[./]onnxruntime[./][\w./$]{1,120})"
 )
 
 
