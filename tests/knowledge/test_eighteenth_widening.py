@@ -171,3 +171,13 @@ def test_a_class_missing_from_the_onnxruntime_jar_is_fm82(text: str) -> None:
 def test_a_class_missing_from_another_package_is_not_fm82() -> None:
     text = "java.lang.NoClassDefFoundError: com/example/tokenizer/Vocab\n    at ai.djl.Model.load(Model.java:10)"
     assert "FM-82" not in rule_ids(text)
+
+
+@pytest.mark.parametrize("name", ["attention_mask", "length"])
+def test_a_graph_input_missing_in_a_kernel_is_not_fm178(name: str) -> None:
+    text = (
+        "RuntimeError: Error in execution: Non-zero status code returned while running Cast node. Name:'Cast_1' "
+        "Status Message: /src/include/onnxruntime/core/framework/op_kernel_context.h:40 const T* "
+        f"onnxruntime::OpKernelContext::Input(int) const [with T = onnxruntime::Tensor] Missing Input: {name}"
+    )
+    assert "FM-178" not in rule_ids(text)

@@ -13,9 +13,10 @@ Classes, each told by who raises it and what it names, not by one wording:
 - `genai_contrib_check`: a type error on a contrib op that onnxruntime-genai's model builder emits (GroupQueryAttention,
   MatMulNBits, ...) at load in a genai paste, the C# `OnnxRuntimeGenAI` included: model and runtime do not pair
   (FM-144).
-- `kernel_input_missing`: ORT's own "Missing Input: <name>" from OpKernelContext::Input while running a node: the node
-  declares the input, the runtime has no value for it; feeds are checked before this, so a runtime release's
-  regression in that kernel (FM-178).
+- `kernel_input_missing`: ORT's own "Missing Input: <name>" from OpKernelContext::Input while running a node, naming
+  a weight (a parameter path ending in weight / bias / gamma / beta / scale), not a graph input: the model carries it
+  as an initializer, the kernel finds no value for it: a runtime release's regression in that kernel (FM-178). A graph
+  input's name there (`attention_mask`) is an input not fed (IO binding, bindings that skip the feed check): no signal.
 - `node_float16_tensor`: onnxruntime-node's type check rejecting the data of a float16 tensor (`Tensor.data must be a
   typed array ... for float16 tensors`): the Node binding's float16 support (FM-179).
 - `binding_class_missing`: a Java `NoClassDefFoundError` / `ClassNotFoundException` for a class under `ai.onnxruntime`
@@ -84,11 +85,28 @@ def binding_mismatch(paste: Paste) -> Iterator[Signal]:
     if "genai" in low and "of operator (" in low and _GENAI.search(paste.joined[:200_000]):
         yield from _first(paste, _CONTRIB_TYPE_ERROR, "genai_contrib_check")
     if "missing input: " in low:
-        yield from _first(paste, _MISSING_INPUT, "kernel_input_missing")
+        yield from _kernel_input_missing(paste)
     if "float16 tensors" in low:
         yield from _first(paste, _NODE_FLOAT16, "node_float16_tensor")
     if "ai/onnxruntime/" in low or "ai.onnxruntime." in low:
         yield from _first(paste, _JAVA_CLASS_MISSING, "binding_class_missing")
+
+
+# a parameter's name: a dotted or slashed path whose last part is a weight kind (graph inputs are plain names)
+_WEIGHT_NAME = re.compile(r"[./][\w./-]{0,180}?[./_](?:weight|bias|gamma|beta|scale|kernel)s?$", re.IGNORECASE)
+
+
+def _kernel_input_missing(paste: Paste) -> Iterator[Signal]:
+    for index, line in enumerate(paste.lines):
+        m = _MISSING_INPUT.search(line)
+        if m is None:
+            continue
+        name = (m.group("name") or m.group("name2") or "").split("\\", 1)[0].rstrip("\"'.,;)")
+        if _WEIGHT_NAME.search(name):
+            yield Signal(
+                SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": "kernel_input_missing"}, {}
+            )
+            return
 
 
 def _trt_build_stuck(paste: Paste) -> Iterator[Signal]:
