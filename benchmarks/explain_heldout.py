@@ -99,6 +99,8 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:tensorrt_int8_not_enabled": "FM-177",
     "NEW:onnxruntime_regression_newer_version": "FM-178",
     "NEW:node_binding_float16_tensor_unsupported": "FM-179",
+    "NEW:genai_config_wrong_model_type": "FM-180",
+    "NEW:serving_backend_crash_after_failed_run": "FM-181",
 }
 
 

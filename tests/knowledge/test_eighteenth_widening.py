@@ -181,3 +181,42 @@ def test_a_graph_input_missing_in_a_kernel_is_not_fm178(name: str) -> None:
         f"onnxruntime::OpKernelContext::Input(int) const [with T = onnxruntime::Tensor] Missing Input: {name}"
     )
     assert "FM-178" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- genai: a folder loaded as the model file
+
+
+def test_genai_loading_its_folder_as_the_model_is_fm180() -> None:
+    text = (
+        "import onnxruntime_genai as og\nmodel = og.Model('models/qwen3-0.6b/')\n"
+        "RuntimeError: Load model from models/qwen3-0.6b/ failed:Protobuf parsing failed."
+    )
+    assert top(text) == "FM-180"
+
+
+def test_a_model_file_that_does_not_parse_is_not_fm180() -> None:
+    text = (
+        "import onnxruntime_genai as og\n"
+        "RuntimeError: Load model from models/qwen3/model.onnx failed:Protobuf parsing failed."
+    )
+    assert "FM-180" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- a serving backend crashing in ORT's C API
+
+
+def test_a_triton_backend_crash_in_the_c_api_is_fm181() -> None:
+    text = (
+        'Thread 9 "tritonserver" received signal SIGSEGV, Segmentation fault.\n'
+        "0x00007f00 in OrtApis::GetTensorTypeAndShape(OrtValue const*, OrtTensorTypeAndShapeInfo**) () from "
+        "/opt/tritonserver/backends/onnxruntime/libonnxruntime.so"
+    )
+    assert top(text) == "FM-181"
+
+
+def test_a_c_api_crash_outside_a_serving_backend_is_not_fm181() -> None:
+    text = (
+        "Program received signal SIGSEGV, Segmentation fault.\n0x00007f00 in OrtApis::Run(OrtSession*, ...) () from "
+        "/usr/lib/libonnxruntime.so\n#1 main () at app.cpp:40"
+    )
+    assert "FM-181" not in rule_ids(text)

@@ -21,6 +21,10 @@ Classes, each told by who raises it and what it names, not by one wording:
   typed array ... for float16 tensors`): the Node binding's float16 support (FM-179).
 - `binding_class_missing`: a Java `NoClassDefFoundError` / `ClassNotFoundException` for a class under `ai.onnxruntime`
   that is not a native-load failure: the onnxruntime jar on the classpath is older than the code using it (FM-82).
+- `genai_loads_folder`: in an onnxruntime-genai paste, ORT's `Load model from <path>/ failed: Protobuf parsing failed`
+  on a path that ends in a separator: genai handed ORT its folder, not the config's model file (FM-180).
+- `serving_backend_c_api_crash`: a segfault inside ORT's C API (`OrtApis::...`) in a serving backend (Triton's
+  onnxruntime backend): the backend passed ORT an invalid handle, e.g. after a failed Run (FM-181).
 Every whole-paste scan is gated by a cheap word test first.
 """
 
@@ -55,7 +59,7 @@ _TRT_FAILED = re.compile(
     r"|\bfailed\b"
 )
 _NOT_IN_METADATA = re.compile(r"\b(?:Input|Output) name: '(?P<name>[^'\n]{1,200})' is not in the metadata\b")
-_GENAI = re.compile(r"onnxruntime[_-]?genai|\bog\.\w{2,30}\(|\bOga\w{2,30}\b", re.IGNORECASE)
+_GENAI = re.compile(r"onnxruntime[_-]?genai|\bgenai[ _]config\b|\bog\.\w{2,30}\(|\bOga\w{2,30}\b", re.IGNORECASE)
 _CONTRIB_TYPE_ERROR = re.compile(
     r"\bType Error: Type '[^'\n]{1,40}' of input parameter \([^\n]{0,300}?\) of operator \((?P<op>GroupQueryAttention"
     r"|MultiHeadAttention|RotaryEmbedding|SparseAttention|PagedAttention|MatMulNBits|SkipSimplifiedLayerNormalization"
@@ -69,6 +73,13 @@ _NODE_FLOAT16 = re.compile(r"\bTensor\.data must be a typed array\b[^\n]{0,40}?\
 _JAVA_CLASS_MISSING = re.compile(
     r"\b(?:NoClassDefFoundError|ClassNotFoundException):? (?P<cls>ai[./]onnxruntime[./][\w./$]{1,120})"
 )
+
+_GENAI_FOLDER = re.compile(
+    r"\bLoad model from [^\n]{0,300}?[/\\]['\"]? failed:\s{0,3}Protobuf parsing failed", re.IGNORECASE
+)
+_SEGFAULT = re.compile(r"\bSIGSEGV\b|\bSegmentation fault\b", re.IGNORECASE)
+_C_API_FRAME = re.compile(r"\bin OrtApis::(?P<fn>\w{2,80}) ?\(")
+_SERVING_BACKEND = re.compile(r"\btritonserver\b|\btriton_?onnxruntime\b|\bbackends/onnxruntime\b", re.IGNORECASE)
 
 
 def binding_mismatch(paste: Paste) -> Iterator[Signal]:
@@ -90,6 +101,18 @@ def binding_mismatch(paste: Paste) -> Iterator[Signal]:
         yield from _first(paste, _NODE_FLOAT16, "node_float16_tensor")
     if "ai/onnxruntime/" in low or "ai.onnxruntime." in low:
         yield from _first(paste, _JAVA_CLASS_MISSING, "binding_class_missing")
+    if "protobuf parsing failed" in low and "genai" in low and _GENAI.search(paste.joined[:200_000]):
+        yield from _first(paste, _GENAI_FOLDER, "genai_loads_folder")
+    if "ortapis::" in low and ("sigsegv" in low or "segmentation fault" in low) and "triton" in low:
+        yield from _serving_c_api_crash(paste)
+
+
+def _serving_c_api_crash(paste: Paste) -> Iterator[Signal]:
+    """A C API frame in a crash report from a serving backend that loads ORT."""
+    head = paste.joined[:200_000]
+    if _SEGFAULT.search(head) is None or _SERVING_BACKEND.search(head) is None:
+        return
+    yield from _first(paste, _C_API_FRAME, "serving_backend_c_api_crash")
 
 
 # a parameter's name: a dotted or slashed path whose last part is a weight kind (graph inputs are plain names)
