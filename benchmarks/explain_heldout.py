@@ -95,6 +95,12 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:wrapper_uses_removed_genai_api": "FM-167",
     "NEW:concurrent_session_init_kernel_registry_race": "FM-168",
     "NEW:serving_app_dtype_unsupported_on_backend": "FM-169",
+    # entries added after the eighteenth set's runs (for re-runs on seen sets only)
+    "NEW:tensorrt_int8_not_enabled": "FM-177",
+    "NEW:onnxruntime_regression_newer_version": "FM-178",
+    "NEW:node_binding_float16_tensor_unsupported": "FM-179",
+    "NEW:genai_config_wrong_model_type": "FM-180",
+    "NEW:serving_backend_crash_after_failed_run": "FM-181",
 }
 
 
