@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.evidence import first_evidence
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
@@ -69,23 +70,23 @@ def component_contract(paste: Paste) -> Iterator[Signal]:
     if "assertion failed" in low and "plugin" in low and _runs_tensorrt(paste):
         yield from _plugin_assert(paste)
     if "tokenizer class" in low and _GENAI.search(paste.joined[:200_000]):
-        yield from _first(paste, _TOKENIZER_CLASS, "genai_tokenizer_class")
+        yield from first_evidence(paste, _TOKENIZER_CLASS, "genai_tokenizer_class")
     if "has no attribute" in low and "onnxruntime_genai" in low:
-        yield from _first(paste, _GENAI_ATTRIBUTE, "genai_api_removed")
+        yield from first_evidence(paste, _GENAI_ATTRIBUTE, "genai_api_removed")
     if "provider_options" in low and "length" in low:
-        yield from _first(paste, _OPTIONS_LENGTH, "options_length_mismatch")
+        yield from first_evidence(paste, _OPTIONS_LENGTH, "options_length_mismatch")
     if "exist" in low and "model" in low:
-        yield from _first(paste, _MODEL_FILE_MISSING, "model_path_missing")
+        yield from first_evidence(paste, _MODEL_FILE_MISSING, "model_path_missing")
     if ":/" in low and "load model" in low:
-        yield from _first(paste, _SLASH_DRIVE, "model_path_missing")
+        yield from first_evidence(paste, _SLASH_DRIVE, "model_path_missing")
     if "verification failed" in low:
-        yield from _first(paste, _ORT_VERIFICATION, "ort_model_verification")
+        yield from first_evidence(paste, _ORT_VERIFICATION, "ort_model_verification")
     if "kernel def hash" in low:
-        yield from _first(paste, _KERNEL_CONFLICT, "kernel_def_conflict")
+        yield from first_evidence(paste, _KERNEL_CONFLICT, "kernel_def_conflict")
     if "bfc_arena.cc" in low:
-        yield from _first(paste, _ARENA_RAISED, "arena_alloc_failed")
+        yield from first_evidence(paste, _ARENA_RAISED, "arena_alloc_failed")
     if "dtype" in low and "backend" in low:
-        yield from _first(paste, _SERVING_DTYPE, "serving_dtype_unsupported")
+        yield from first_evidence(paste, _SERVING_DTYPE, "serving_dtype_unsupported")
 
 
 def _runs_tensorrt(paste: Paste) -> bool:
@@ -103,12 +104,4 @@ def _plugin_assert(paste: Paste) -> Iterator[Signal]:
         window = "\n".join(paste.lines[index : index + 3])
         if _PLUGIN_SOURCE.search(window):
             yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index], {"evidence": "trt_plugin_assert"}, {})
-            return
-
-
-def _first(paste: Paste, pattern: re.Pattern[str], evidence: str) -> Iterator[Signal]:
-    for index, line in enumerate(paste.lines):
-        m = pattern.search(line)
-        if m is not None:
-            yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
             return

@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.evidence import evidence_signal
 from ortgpu.knowledge.paste import Paste
-from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+from ortgpu.knowledge.signal_kinds import Signal
 
 __all__ = ["graph_family"]
 
@@ -62,10 +63,6 @@ def graph_family(paste: Paste) -> Iterator[Signal]:
     yield from _genai_contrib_check(paste)
 
 
-def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
-    return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
-
-
 def _optimizer_and_casts(paste: Paste) -> Iterator[Signal]:
     low = paste.lowered
     casts = "insertedprecisionfreecast_" in low
@@ -83,13 +80,13 @@ def _optimizer_and_casts(paste: Paste) -> Iterator[Signal]:
             if named is not None or (source is not None and source.group("file") not in _OTHER_CLASS_FILES):
                 where = named.group("fusion") if named is not None else source.group("file") if source else ""
                 fusion_seen = True
-                yield _signal(paste, index, init.start(), "optimizer_fusion", {"optimizer": where})
+                yield evidence_signal(paste, index, init.start(), "optimizer_fusion", {"optimizer": where})
                 continue
         if casts and not cast_seen:
             found = _INSERTED_CAST.search(line)
             if found is not None and ("Non-zero status" in line or "Status Message" in line or init is not None):
                 cast_seen = True
-                yield _signal(paste, index, found.start(), "precision_free_cast", {"node": found.group(0)})
+                yield evidence_signal(paste, index, found.start(), "precision_free_cast", {"node": found.group(0)})
 
 
 def _kernel_rejects_node(paste: Paste) -> Iterator[Signal]:
@@ -102,7 +99,7 @@ def _kernel_rejects_node(paste: Paste) -> Iterator[Signal]:
         found = _KERNEL_CTOR.search(line, init.end())
         names = found.group("qualified").split("::") if found is not None else []
         if found is not None and names[-1] == names[-2] and not names[-1].endswith("Provider"):
-            yield _signal(paste, index, found.start(), "kernel_rejects_node", {"op": names[-1]})
+            yield evidence_signal(paste, index, found.start(), "kernel_rejects_node", {"op": names[-1]})
             return
 
 
@@ -116,5 +113,5 @@ def _genai_contrib_check(paste: Paste) -> Iterator[Signal]:
         if found is None or _OTHER_CLASS_WORDS.search(found.group("message")):
             continue
         if _INPUT_CHECK.search(found.group("message")):
-            yield _signal(paste, index, found.start(), "genai_contrib_check", {"op": found.group("op")})
+            yield evidence_signal(paste, index, found.start(), "genai_contrib_check", {"op": found.group("op")})
             return

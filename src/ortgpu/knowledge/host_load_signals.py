@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.evidence import evidence_signal, first_line_match
 from ortgpu.knowledge.paste import Paste
-from ortgpu.knowledge.signal_kinds import Signal, SignalKind
+from ortgpu.knowledge.signal_kinds import Signal
 
 __all__ = ["host_load"]
 
@@ -53,37 +54,25 @@ _WINML = re.compile(
 )
 
 
-def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
-    return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
-
-
-def _first(paste: Paste, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
-    for index, line in enumerate(paste.lines):
-        found = pattern.search(line)
-        if found is not None:
-            return index, found
-    return None
-
-
 def host_load(paste: Paste) -> Iterator[Signal]:
     """The host-load classes above, each at the first line that shows it."""
     low = paste.lowered
     if "partially initiali" in low and "circular import" in low:
-        hit = _first(paste, _SHADOWED)
+        hit = first_line_match(paste, _SHADOWED)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "shadowed_package", {"module": hit[1].group("module")})
-    api_null = _first(paste, _API_NULL) if "getapi" in low else None
+            yield evidence_signal(paste, hit[0], hit[1].start(), "shadowed_package", {"module": hit[1].group("module")})
+    api_null = first_line_match(paste, _API_NULL) if "getapi" in low else None
     if api_null is not None:
-        yield _signal(paste, api_null[0], api_null[1].start(), "api_version", {"message": api_null[1].group(0)})
+        yield evidence_signal(paste, api_null[0], api_null[1].start(), "api_version", {"message": api_null[1].group(0)})
     elif "api_ " in low:
-        hit = _first(paste, _STATIC_INIT)
+        hit = first_line_match(paste, _STATIC_INIT)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "static_init_api", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "static_init_api", {"message": hit[1].group(0)})
     if "182" in low or "%1" in low:
-        hit = _first(paste, _ORDINAL)
+        hit = first_line_match(paste, _ORDINAL)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "older_dll", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "older_dll", {"message": hit[1].group(0)})
     if "lotus" in low and not _WINML.search(paste.joined[:200_000]):
-        hit = _first(paste, _INBOX)
+        hit = first_line_match(paste, _INBOX)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "older_dll", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "older_dll", {"message": hit[1].group(0)})

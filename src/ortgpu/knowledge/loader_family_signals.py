@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator
 
 from ortgpu.knowledge.binding_data_signals import gpu_package_named
+from ortgpu.knowledge.evidence import evidence_signal, first_line_match
 from ortgpu.knowledge.matrix import library_info
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
@@ -112,7 +113,7 @@ _LISTED_MAJOR = re.compile(
 
 def _said_absent(paste: Paste) -> Iterator[Signal]:
     """A library said to be absent in prose while a listing shows the same library only in another major."""
-    hit = _first(paste, _SAID_ABSENT)
+    hit = first_line_match(paste, _SAID_ABSENT)
     if hit is None:
         return
     lib = hit[1].group("lib")
@@ -133,50 +134,38 @@ def _said_absent(paste: Paste) -> Iterator[Signal]:
     yield Signal(SignalKind.MISSING_LIBRARY, hit[0], said, attributes, {"lib": lib})
 
 
-def _signal(paste: Paste, index: int, start: int, evidence: str, values: dict[str, str]) -> Signal:
-    return Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + start, {"evidence": evidence}, values)
-
-
-def _first(paste: Paste, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
-    for index, line in enumerate(paste.lines):
-        found = pattern.search(line)
-        if found is not None:
-            return index, found
-    return None
-
-
 def loader_family(paste: Paste) -> Iterator[Signal]:
     """The loader-family classes above, each at the first line that shows it."""
     low = paste.lowered
     uninstalled = _UNINSTALLED.search(paste.joined[:200_000]) is not None
     if "no module named" in low and not uninstalled and not gpu_package_named(paste):
-        hit = _first(paste, _NOT_INSTALLED)
+        hit = first_line_match(paste, _NOT_INSTALLED)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "not_installed", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "not_installed", {"message": hit[1].group(0)})
     if "libomp" in low:
-        hit = _first(paste, _LIBOMP)
+        hit = first_line_match(paste, _LIBOMP)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "libomp", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "libomp", {"message": hit[1].group(0)})
     if "error loading shared library" in low and "needed by" in low:
         found = _MUSL_LOADER.search(paste.joined[:200_000])  # a console may wrap its one line
         if found is not None:
             index = paste.line_index(found.start())
             values = {"lib": found.group("lib")}
-            yield _signal(paste, index, found.start() - paste.starts[index], "musl_loader", values)
+            yield evidence_signal(paste, index, found.start() - paste.starts[index], "musl_loader", values)
     if "onnxruntime::" in low or "core/" in low:
-        hit = _first(paste, _INTERNAL_SYMBOL)
+        hit = first_line_match(paste, _INTERNAL_SYMBOL)
         if hit is not None:
             symbol = hit[1].group("symbol") or hit[1].group("header")
-            yield _signal(paste, hit[0], hit[1].start(), "internal_api", {"symbol": symbol})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "internal_api", {"symbol": symbol})
     if ("bridge" in low or "providers_shared" in low) and _FROZEN.search(paste.joined[:200_000]):
-        hit = _first(paste, _BRIDGE)
+        hit = first_line_match(paste, _BRIDGE)
         if hit is not None:
-            yield _signal(paste, hit[0], hit[1].start(), "frozen_bridge", {"message": hit[1].group(0)})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "frozen_bridge", {"message": hit[1].group(0)})
     if "cpu" in low and _CPU_MODE.search(paste.joined[:200_000]):
-        hit = _first(paste, _GPU_LIBRARY_MISSING)
+        hit = first_line_match(paste, _GPU_LIBRARY_MISSING)
         if hit is not None:
             lib = hit[1].group("lib") or hit[1].group("lib2")
-            yield _signal(paste, hit[0], hit[1].start(), "cpu_mode_gpu_libs", {"lib": lib})
+            yield evidence_signal(paste, hit[0], hit[1].start(), "cpu_mode_gpu_libs", {"lib": lib})
     if "executionprovider" in low and "cpu" in low:
         yield from _providers_not_passed(paste)
     if ".so." in low:
@@ -187,6 +176,6 @@ def _providers_not_passed(paste: Paste) -> Iterator[Signal]:
     text = paste.joined[:200_000]
     if _PROVIDER_PASSED.search(text) or not _GPU_AVAILABLE.search(text) or not _RUNS_ON_CPU.search(text):
         return
-    hit = _first(paste, _SESSION_CREATED)
+    hit = first_line_match(paste, _SESSION_CREATED)
     if hit is not None:
-        yield _signal(paste, hit[0], hit[1].start(), "providers_not_passed", {"call": hit[1].group(0).strip()})
+        yield evidence_signal(paste, hit[0], hit[1].start(), "providers_not_passed", {"call": hit[1].group(0).strip()})

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.evidence import first_evidence
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
@@ -86,23 +87,23 @@ def binding_mismatch(paste: Paste) -> Iterator[Signal]:
     """The first line of each mismatch class the paste shows (see the module's docstring)."""
     low = paste.lowered
     if "int8" in low and "builder" in low:
-        yield from _first(paste, _INT8_BUILDER, "trt_int8_not_enabled")
+        yield from first_evidence(paste, _INT8_BUILDER, "trt_int8_not_enabled")
     if "deserializ" in low:
-        yield from _first(paste, _DESERIALIZE, "trt_engine_deserialize")
+        yield from first_evidence(paste, _DESERIALIZE, "trt_engine_deserialize")
     if "tensorrt" in low and ("stuck" in low or "hang" in low or "hung" in low or "freez" in low):
         yield from _trt_build_stuck(paste)
     if "is not in the metadata" in low:
-        yield from _first(paste, _NOT_IN_METADATA, "feed_name_not_in_metadata")
+        yield from first_evidence(paste, _NOT_IN_METADATA, "feed_name_not_in_metadata")
     if "genai" in low and "of operator (" in low and _GENAI.search(paste.joined[:200_000]):
-        yield from _first(paste, _CONTRIB_TYPE_ERROR, "genai_contrib_check")
+        yield from first_evidence(paste, _CONTRIB_TYPE_ERROR, "genai_contrib_check")
     if "missing input: " in low:
         yield from _kernel_input_missing(paste)
     if "float16 tensors" in low:
-        yield from _first(paste, _NODE_FLOAT16, "node_float16_tensor")
+        yield from first_evidence(paste, _NODE_FLOAT16, "node_float16_tensor")
     if "ai/onnxruntime/" in low or "ai.onnxruntime." in low:
-        yield from _first(paste, _JAVA_CLASS_MISSING, "binding_class_missing")
+        yield from first_evidence(paste, _JAVA_CLASS_MISSING, "binding_class_missing")
     if "protobuf parsing failed" in low and "genai" in low and _GENAI.search(paste.joined[:200_000]):
-        yield from _first(paste, _GENAI_FOLDER, "genai_loads_folder")
+        yield from first_evidence(paste, _GENAI_FOLDER, "genai_loads_folder")
     if "ortapis::" in low and ("sigsegv" in low or "segmentation fault" in low) and "triton" in low:
         yield from _serving_c_api_crash(paste)
 
@@ -112,7 +113,7 @@ def _serving_c_api_crash(paste: Paste) -> Iterator[Signal]:
     head = paste.joined[:200_000]
     if _SEGFAULT.search(head) is None or _SERVING_BACKEND.search(head) is None:
         return
-    yield from _first(paste, _C_API_FRAME, "serving_backend_c_api_crash")
+    yield from first_evidence(paste, _C_API_FRAME, "serving_backend_c_api_crash")
 
 
 # a parameter's name: a dotted or slashed path whose last part is a weight kind (graph inputs are plain names)
@@ -150,11 +151,3 @@ def _trt_build_stuck(paste: Paste) -> Iterator[Signal]:
                 {},
             )
         return
-
-
-def _first(paste: Paste, pattern: re.Pattern[str], evidence: str) -> Iterator[Signal]:
-    for index, line in enumerate(paste.lines):
-        m = pattern.search(line)
-        if m is not None:
-            yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
-            return

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.evidence import first_evidence
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
@@ -101,19 +102,19 @@ def model_family(paste: Paste) -> Iterator[Signal]:
     """The first line of each model-family class the paste shows (see the module's docstring)."""
     low = paste.lowered
     if "format" in low:
-        yield from _first(paste, _ORT_FORMAT_VERSION, "ort_format_version")
+        yield from first_evidence(paste, _ORT_FORMAT_VERSION, "ort_format_version")
     if ("900" in low or "capturing" in low or "captureunsupported" in low) and _ORT_GRAPH.search(
         paste.joined[:200_000]
     ):
-        yield from _first(paste, _CAPTURE_ERROR, "caller_stream_capture")
+        yield from first_evidence(paste, _CAPTURE_ERROR, "caller_stream_capture")
     if "negative" in low and _ORT_TENSOR.search(paste.joined[:200_000]):
-        yield from _first(paste, _NEGATIVE_DIM, "negative_dim_shape")
+        yield from first_evidence(paste, _NEGATIVE_DIM, "negative_dim_shape")
     if "cudnn_conv_algo_search" in low:
-        yield from _first(paste, _NUMERIC_ALGO_SEARCH, "enum_option_number")
+        yield from first_evidence(paste, _NUMERIC_ALGO_SEARCH, "enum_option_number")
     if "allocate" in low and ("graph" in low) and _CUDA_GRAPH_ON.search(paste.joined[:200_000]):
-        yield from _first(paste, _ARENA_FAILED, "cuda_graph_arena")
+        yield from first_evidence(paste, _ARENA_FAILED, "cuda_graph_arena")
     if "timed out" in low or "timeout" in low or "time out" in low:
-        yield from _first(paste, _TRT_BUILD_TIMEOUT, "trt_build_timeout")
+        yield from first_evidence(paste, _TRT_BUILD_TIMEOUT, "trt_build_timeout")
     if "no suitable kernel" in low:
         for index, line in enumerate(paste.lines):
             m = _OLD_MISSING_KERNEL.search(line)
@@ -125,14 +126,6 @@ def model_family(paste: Paste) -> Iterator[Signal]:
                 break
     if "no op registered" in low:
         yield from _standard_op_unknown_version(paste)
-
-
-def _first(paste: Paste, pattern: re.Pattern[str], evidence: str) -> Iterator[Signal]:
-    for index, line in enumerate(paste.lines):
-        m = pattern.search(line)
-        if m is not None:
-            yield Signal(SignalKind.ANTICIPATED, index, paste.starts[index] + m.start(), {"evidence": evidence}, {})
-            return
 
 
 def _standard_op_unknown_version(paste: Paste) -> Iterator[Signal]:
