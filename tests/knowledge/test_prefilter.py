@@ -35,6 +35,34 @@ def test_a_literal_inside_an_optional_part_is_not_required() -> None:
     assert found is None or found.literal != "optional-literal"
 
 
+@pytest.mark.parametrize(
+    ("pattern", "alternatives"),
+    [
+        (r"(?i)\b(?:hangs?|hung|deadlock\w*|freez(?:es|ing)|stuck)\b", ("hang", "hung", "deadlock", "freez", "stuck")),
+        (r"\[Errno 12\] Cannot allocate|\bMemoryError\b", ("[Errno 12] Cannot allocate", "MemoryError")),
+        (r"x(?:ab|c)", None),  # one branch too short to rule anything out
+        (r"(?:abc|def)?xy", None),  # an optional alternation is not required
+    ],
+)
+def test_a_pattern_of_alternatives_without_a_common_literal_needs_one_of_its_branches(
+    pattern: str, alternatives: tuple[str, ...] | None
+) -> None:
+    found = prefilter_for(re.compile(pattern))
+    assert (found.alternatives if found else None) == alternatives
+
+
+def test_an_alternatives_prefilter_admits_every_text_its_pattern_matches_and_refuses_the_rest() -> None:
+    # why: such patterns used to scan every hostile megabyte in full; the prefilter must never drop a real match
+    pattern = re.compile(r"(?i)\b(?:hangs?|hung|deadlock\w*|stuck)\b")
+    pre = prefilter_for(pattern)
+    assert pre is not None and not pre.literal
+    texts = ["the session HANGS forever", "it is stuck at load", "a Deadlocked worker", "runs fine", "hun g", "stu ck"]
+    for text in texts:
+        matched = pattern.search(text) is not None
+        assert pre.admits(text, text.lower()) or not matched, text
+    assert not pre.admits("runs fine", "runs fine")
+
+
 def test_every_example_match_contains_its_patterns_literal() -> None:
     for entry in KB.matchable:
         for example in entry.examples:

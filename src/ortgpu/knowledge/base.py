@@ -205,7 +205,7 @@ class KnowledgeBase:
         owners: dict[str, set[str]] = {}
         for entry in self.entries:
             for pre in entry.prefilters:
-                if pre is not None:
+                if pre is not None and pre.literal:
                     owners.setdefault(pre.literal.lower(), set()).add(entry.id)
         literals = list(owners)
         shared = {lit for lit, ids in owners.items() if len(ids) > 1}

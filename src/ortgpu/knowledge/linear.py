@@ -18,7 +18,7 @@ from importlib import resources
 from ortgpu.knowledge.base import KnowledgeBase
 from ortgpu.knowledge.examples import features_of
 from ortgpu.knowledge.matcher import Hit
-from ortgpu.knowledge.nearest import reports_failure, tokens
+from ortgpu.knowledge.nearest import lead_hit, reports_failure, tokens
 from ortgpu.knowledge.paste import Paste
 
 __all__ = ["MAX_WEIGHTS", "P_MIN", "SCHEMA", "LinearModel", "closest_hit", "from_json", "prune", "shipped_model"]
@@ -138,20 +138,6 @@ def closest_hit(paste: Paste, kb: KnowledgeBase) -> Hit | None:
     if entry.merged_into and entry.merged_into in entries:
         entry = entries[entry.merged_into]
     terms = [t for _, t in shipped.model.contributions(words, best)[:6]]
-    index = 0
-    for term in (t for t in terms if ":" not in t):
-        index = next((i for i, line in enumerate(paste.lines[:2000]) if term in line.lower()), -1)
-        if index >= 0:
-            break
-    index = max(index, 0)
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
     groups = {"terms": ", ".join(terms), "probability": f"{p:.2f}", "runner_up": f"{runner_up:.2f}"}
-    return Hit(
-        entry=entry,
-        position=paste.starts[index] if paste.starts else 0,
-        line=paste.lines[index] if paste.lines else "",
-        line_indices=(index,) if paste.lines else (),
-        groups=groups,
-        libraries=(),
-        how="closest",
-    )
+    return lead_hit(entry, paste, terms, groups)

@@ -271,7 +271,7 @@ def _wrapped_hit(
     whitespace is ignored (lines wrapped at any column, extra or missing spaces)."""
     text, starts = squeezed
     for prefilter in entry.prefilters:
-        if prefilter is None or prefilter.literal.lower() in shared:
+        if prefilter is None or not prefilter.literal or prefilter.literal.lower() in shared:
             continue
         phrase = squeeze(prefilter.literal)
         if len(phrase) < MIN_WRAPPED_LITERAL or prefilter.admits(paste.joined, paste.lowered):

@@ -27,6 +27,7 @@ __all__ = [
     "THRESHOLD",
     "Nearest",
     "closest_hit",
+    "lead_hit",
     "nearest",
     "rank",
     "tokens",
@@ -345,15 +346,21 @@ def closest_hit(
     found = nearest(paste.joined, kb, threshold, margin, extra, more)
     if found is None:
         return None
+    groups = {"terms": ", ".join(found.terms), "score": f"{found.score:.1f}", "runner_up": f"{found.runner_up:.1f}"}
+    return lead_hit(found.entry, paste, found.terms, groups)
+
+
+def lead_hit(entry: FailureMode, paste: Paste, terms: Sequence[str], groups: dict[str, str]) -> Hit:
+    """A fallback's lead as a low-confidence hit (how="closest"), on the first line holding one of its terms (the
+    structural features, `kind:value`, name no line)."""
     index = 0
-    for term in (t for t in found.terms if ":" not in t):
+    for term in (t for t in terms if ":" not in t):
         index = next((i for i, line in enumerate(paste.lines[:2000]) if term in line.lower()), -1)
         if index >= 0:
             break
     index = max(index, 0)
-    groups = {"terms": ", ".join(found.terms), "score": f"{found.score:.1f}", "runner_up": f"{found.runner_up:.1f}"}
     return Hit(
-        entry=found.entry,
+        entry=entry,
         position=paste.starts[index] if paste.starts else 0,
         line=paste.lines[index] if paste.lines else "",
         line_indices=(index,) if paste.lines else (),

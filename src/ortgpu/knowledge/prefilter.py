@@ -20,14 +20,20 @@ MIN_LITERAL = 3  # shorter literals are too common to save any work
 
 @dataclass(frozen=True)
 class Prefilter:
-    """A string every match of a pattern contains (lower-cased when the pattern ignores case)."""
+    """A string every match of a pattern contains (lower-cased when the pattern ignores case); or, for a pattern of
+    alternatives with no literal in common (`hangs?|hung|stuck`), `literal` is empty and every match contains one of
+    `alternatives`."""
 
     literal: str
     ignore_case: bool
+    alternatives: tuple[str, ...] = ()
 
     def admits(self, text: str, lowered: str) -> bool:
         """False when the pattern cannot match this text (`lowered` is `text.lower()`)."""
-        return self.literal in (lowered if self.ignore_case else text)
+        haystack = lowered if self.ignore_case else text
+        if self.literal:
+            return self.literal in haystack
+        return any(alternative in haystack for alternative in self.alternatives)
 
 
 def prefilter_for(pattern: re.Pattern[str]) -> Prefilter | None:
@@ -37,10 +43,42 @@ def prefilter_for(pattern: re.Pattern[str]) -> Prefilter | None:
     except re.error:  # pragma: no cover - compiled patterns parse
         return None
     ignore_case = bool(pattern.flags & re.IGNORECASE)
-    best = max(_literal_runs(list(parsed)), key=len, default="")
-    if len(best) < MIN_LITERAL:
+    items = list(parsed)
+    best = max(_literal_runs(items), key=len, default="")
+    if len(best) >= MIN_LITERAL:
+        return Prefilter(best.lower() if ignore_case else best, ignore_case)
+    # no literal in common: a mandatory alternation whose every branch has its own literal still rules texts out
+    alternatives = _branch_literals(items)
+    if not alternatives:
         return None
-    return Prefilter(best.lower() if ignore_case else best, ignore_case)
+    return Prefilter("", ignore_case, tuple(dict.fromkeys(a.lower() if ignore_case else a for a in alternatives)))
+
+
+def _branch_literals(items: list[tuple[Any, Any]]) -> tuple[str, ...]:
+    """Literals of which every match contains at least one: those of a mandatory alternation in this sequence whose
+    every branch has a literal (or such an alternation of its own); empty when there is none. Of several, the one
+    whose shortest literal is longest."""
+    best: tuple[str, ...] = ()
+    for op, arg in items:
+        if op is _sre.SUBPATTERN and not arg[1] and not arg[2]:
+            found = _branch_literals(list(arg[3]))
+        elif op is _sre.BRANCH:
+            found = ()
+            for branch in arg[1]:
+                seq = list(branch)
+                own = max(_literal_runs(seq), key=len, default="")
+                literals = (own,) if len(own) >= MIN_LITERAL else _branch_literals(seq)
+                if not literals:
+                    found = ()
+                    break
+                found += literals
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] >= 1:
+            found = _branch_literals(list(arg[2]))
+        else:
+            continue
+        if found and (not best or min(map(len, found)) > min(map(len, best))):
+            best = found
+    return best
 
 
 def _literal_runs(items: list[tuple[Any, Any]]) -> list[str]:
