@@ -58,7 +58,7 @@ def test_a_delay_load_code_without_a_binding_host_is_not_claimed() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "warning: [ort-sys 2.0.0-rc.10] cargo::error=ort-sys could not link to the ONNX Runtime build in `/opt/ort/lib`",
+        "[ort-sys 2.0.0-rc.10] cargo::error=ort-sys could not link to the ONNX Runtime build in `/opt/ort/lib`",
         "/usr/bin/ld: libort_sys-1a2b.rlib(ort_sys.o):/root/.cargo/registry/src/ort-sys-2.0.0-rc.9/src/link_error.rs:"
         "15: undefined reference to `ort-sys could not find ONNX Runtime'",
     ],
@@ -71,7 +71,7 @@ def test_the_rust_crate_failing_its_link_step_is_a_build_link_problem(text: str)
 
 
 def test_a_cut_providers_required_error_still_says_pass_providers() -> None:
-    text = "  File \"serve.py\", line 9, in load\n    raise ValueError(\nValueError: This ORT build has ['CUDAExecutionP"
+    text = '  File "serve.py", line 9, in load\n    raise ValueError(\nValueError: This ORT build has [\'CUDAExecutionP'
     assert top(text) == "FM-03"
 
 

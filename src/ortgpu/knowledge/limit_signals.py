@@ -37,7 +37,7 @@ from ortgpu.knowledge.signal_kinds import Signal
 __all__ = ["run_limits"]
 
 _RANK_LIMIT = re.compile(
-    r"\bTArray<[^\n]{0,120}?>::SetSize\b|\bcuda_utils\.h:\d{1,6}\b[^\n]{0,300}?\bsize <= capacity\b"
+    r"\bTArray<[^\n]{0,120}?>::SetSize\b|\bcuda_utils\.h(?::\d{1,6})?[^\n]{0,300}?\bsize <= capacity\b"
     r"|\bint capacity = 8\b"
 )
 _TOPK_K = re.compile(r"\bk argument \[\d{1,12}\] should not be greater than specified axis dim value \[\d{1,12}\]")
