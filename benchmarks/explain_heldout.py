@@ -101,6 +101,9 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:node_binding_float16_tensor_unsupported": "FM-179",
     "NEW:genai_config_wrong_model_type": "FM-180",
     "NEW:serving_backend_crash_after_failed_run": "FM-181",
+    # entries added from the nineteenth set's dev half (only labels seen in that half)
+    "NEW:cuda_ep_rank_limit_8": "FM-187",
+    "NEW:ort_symbolic_shape_inference_tool_fails": "FM-188",
 }
 
 

@@ -13,6 +13,7 @@ from ortgpu.knowledge.host_load_signals import host_load
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
+from ortgpu.knowledge.limit_signals import run_limits
 from ortgpu.knowledge.loader_family_signals import loader_family
 from ortgpu.knowledge.mismatch_signals import binding_mismatch
 from ortgpu.knowledge.model_family_signals import model_family
@@ -44,4 +45,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     model_family,
     component_contract,
     binding_mismatch,
+    run_limits,
 )
