@@ -56,6 +56,7 @@ SETS = {
     "sixteenth": ["explain_pastes_sixteenth.json"],
     "seventeenth": ["explain_pastes_seventeenth.json"],
     "eighteenth": ["explain_pastes_eighteenth_dev.json", "explain_pastes_eighteenth_heldout.json"],
+    "nineteenth": ["explain_pastes_nineteenth_dev.json", "explain_pastes_nineteenth_heldout.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),

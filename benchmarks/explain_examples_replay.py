@@ -56,6 +56,7 @@ ORDER = [
     ("sixteenth", ["explain_pastes_sixteenth.json"]),
     ("seventeenth", ["explain_pastes_seventeenth.json"]),
     ("eighteenth", ["explain_pastes_eighteenth_dev.json", "explain_pastes_eighteenth_heldout.json"]),
+    ("nineteenth", ["explain_pastes_nineteenth_dev.json", "explain_pastes_nineteenth_heldout.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -84,6 +85,8 @@ MEASUREMENTS = [
     ("22", "seventeenth", ["seventeenth-before"], None, [], True),
     ("23", "eighteenth", ["eighteenth-dev-before", "eighteenth-heldout-before"], None, [], True),
     ("24", "eighteenth", ["eighteenth-heldout"], None, ["explain_pastes_eighteenth_dev.json"], False),
+    ("25", "nineteenth", ["nineteenth-dev-before", "nineteenth-heldout-before"], None, [], True),
+    ("26", "nineteenth", ["nineteenth-heldout"], None, ["explain_pastes_nineteenth_dev.json"], False),
 ]
 
 
