@@ -1,0 +1,45 @@
+"""Structure in a paste where the build, the GPU or the engine lacks something the run needs.
+
+Classes, each told by who raises it and what it names, not by one wording:
+
+- `pybind_names_mismatch`: onnxruntime's Python files import a name (`cannot import name 'X' from
+  'onnxruntime.capi._pybind_state'`) that its compiled module does not define: the Python part and the binary part
+  come from two onnxruntime packages or versions installed over each other in one site-packages (FM-01).
+- `batchnorm_training_mode`: the inference build's BatchNormalization kernel refusing a node in training mode
+  (`!is_train_ was false. Training mode is not supported in this build`): a model exported with training_mode set or
+  an old onnxruntime that reads the attribute that way (FM-197).
+- `trt_output_no_address`: TensorRT's enqueueV3 check that an output has `Neither address or allocator` set: a
+  data-dependent output with zero elements for this input gets no buffer from the TensorRT EP (FM-198).
+Every whole-paste scan is gated by a cheap word test first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ortgpu.knowledge.evidence import first_evidence
+from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.signal_kinds import Signal
+
+__all__ = ["capability_gaps"]
+
+_PYBIND_NAME = re.compile(
+    r"\bcannot import name '?\w{1,120}'? from '?onnxruntime\.capi\.(?:_pybind_state|onnxruntime_pybind11_state)\b"
+)
+_BATCHNORM_TRAIN = re.compile(
+    r"\bTraining mode is not supported in this build\b|\bbatch_norm\.h(?::\d{1,6})?[^\n]{0,300}?!is_train_ was false\b"
+)
+_TRT_NO_ADDRESS = re.compile(r"\bNeither address or allocator is set for output tensor\b")
+_CUBLAS_ARCH = re.compile(r"CUBLAS_STATUS_ARCH_MISMATCH")
+
+
+def capability_gaps(paste: Paste) -> Iterator[Signal]:
+    """The first line of each capability class the paste shows (see the module's docstring)."""
+    low = paste.lowered
+    if "cannot import name" in low and "pybind" in low:
+        yield from first_evidence(paste, _PYBIND_NAME, "pybind_names_mismatch")
+    if "is_train_" in low or "training mode is not supported in this build" in low:
+        yield from first_evidence(paste, _BATCHNORM_TRAIN, "batchnorm_training_mode")
+    if "neither address or allocator" in low:
+        yield from first_evidence(paste, _TRT_NO_ADDRESS, "trt_output_no_address")
