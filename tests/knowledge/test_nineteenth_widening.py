@@ -89,3 +89,36 @@ def test_pybind_name_missing(module: str) -> None:
 def test_pybind_guard_other_package() -> None:
     text = "ImportError: cannot import name 'pipeline' from 'transformers' (unknown location); onnxruntime 1.17 is fine"
     assert "FM-01" not in rule_ids(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a name every release defines: the compiled module failed to load, no proof of two installs
+        "ImportError: cannot import name 'get_all_providers' from 'onnxruntime.capi._pybind_state'",
+        # older _pybind_state.py warns that the compiled module did not load
+        "UserWarning: Cannot load onnxruntime.capi. Error: 'libcudart.so.11.0: cannot open shared object file'\n"
+        "ImportError: cannot import name 'NewerName' from 'onnxruntime.capi._pybind_state'",
+    ],
+)
+def test_pybind_guard_module_not_loaded(text: str) -> None:
+    assert "FM-01" not in rule_ids(text)
+
+
+def test_windows_newer_name_is_two_installs_not_a_dll_load() -> None:
+    text = (
+        '  File "C:\\\\app\\\\venv\\\\lib\\\\site-packages\\\\onnxruntime\\\\__init__.py", line 61, in <module>\n'
+        "    raise import_capi_exception\n"
+        "ImportError: cannot import name 'SomeNewerName' from 'onnxruntime.capi._pybind_state' "
+        "(C:\\\\app\\\\venv\\\\lib\\\\site-packages\\\\onnxruntime\\\\capi\\\\_pybind_state.py)"
+    )
+    assert top(text) == "FM-01"
+
+
+def test_windows_core_name_missing_stays_a_load_failure() -> None:
+    text = (
+        '  File "C:\\\\app\\\\venv\\\\lib\\\\site-packages\\\\onnxruntime\\\\__init__.py", line 23, in <module>\n'
+        "ImportError: cannot import name 'get_all_providers' from 'onnxruntime.capi._pybind_state' "
+        "(C:\\\\app\\\\venv\\\\lib\\\\site-packages\\\\onnxruntime\\\\capi\\\\_pybind_state.py)"
+    )
+    assert top(text) != "FM-01"
