@@ -30,7 +30,9 @@ __all__ = ["capability_gaps", "names_a_newer_binding"]
 # (older _pybind_state.py only warns `Cannot load onnxruntime.capi`), which is no proof of two installs.
 _CORE_NAMES = (
     r"get_all_providers|get_available_providers|get_device|set_seed|set_default_logger_severity|InferenceSession"
-    r"|SessionOptions|RunOptions|OrtValue|NodeArg|ModelMetadata|GraphOptimizationLevel|ExecutionMode"
+    r"|SessionOptions|RunOptions|OrtValue|NodeArg|ModelMetadata|GraphOptimizationLevel|ExecutionMode|ExecutionOrder"
+    r"|SessionIOBinding|OrtDevice|OrtMemType|OrtAllocatorType|OrtArenaCfg|OrtSparseFormat|get_build_info"
+    r"|enable_telemetry_events|disable_telemetry_events"
 )
 _PYBIND_NAME = re.compile(
     r"\bcannot import name '?(?!(?:" + _CORE_NAMES + r")\b)\w{1,120}'? from "
