@@ -122,3 +122,18 @@ def test_windows_core_name_missing_stays_a_load_failure() -> None:
         "(C:\\\\app\\\\venv\\\\lib\\\\site-packages\\\\onnxruntime\\\\capi\\\\_pybind_state.py)"
     )
     assert top(text) != "FM-01"
+
+
+# ---------------------------------------------------------------- FM-41: PTX that cannot be JIT-compiled for this GPU
+
+
+def test_invalid_ptx_is_the_architecture_not_compiled_in() -> None:
+    text = (
+        "Error: CUDA error cudaErrorInvalidPtx:a PTX JIT compilation failed\nGPU: RTX 5090 (sm_120), onnxruntime 1.23"
+    )
+    assert top(text) == "FM-41"
+
+
+def test_ptx_newer_than_the_driver_stays_fm36() -> None:
+    text = "CUDA error cudaErrorUnsupportedPtxVersion:the provided PTX was compiled with an unsupported toolchain."
+    assert top(text) == "FM-36"

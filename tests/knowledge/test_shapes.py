@@ -88,7 +88,7 @@ def test_a_library_name_without_a_loader_failure_is_not_a_missing_library(text: 
             "FM-41",
             "cudaErrorInvalidDeviceFunction",
         ),
-        ("CUDA failure 218: a PTX JIT compilation failed", "FM-36", "cudaErrorInvalidPtx"),
+        ("CUDA failure 218: a PTX JIT compilation failed", "FM-41", "cudaErrorInvalidPtx"),
         ("CUDA error 2 while allocating the arena", "FM-46", "cudaErrorMemoryAllocation"),
         ("CUDA failure 3: initialization error ; GPU=0", "FM-40", "cudaErrorInitializationError"),
     ],
