@@ -70,7 +70,7 @@ def test_a_library_name_without_a_loader_failure_is_not_a_missing_library(text: 
         ("CUBLAS error executing cublasLtMatmul( handle, desc, ...)", "FM-45", None),
         ("after a while I get a CUBLAS fault 13 in the Gemm node", "FM-45", "CUBLAS_STATUS_EXECUTION_FAILED"),
         ("cublas returned CUBLAS_STATUS_NOT_SUPPORTED for this GEMM", "FM-45", "CUBLAS_STATUS_NOT_SUPPORTED"),
-        ("CUBLAS failure 8 ; expr=cublasGemmStridedBatchedEx", "FM-41", "CUBLAS_STATUS_ARCH_MISMATCH"),
+        ("CUBLAS failure 8 ; expr=cublasGemmStridedBatchedEx", "FM-199", "CUBLAS_STATUS_ARCH_MISMATCH"),
         # cuDNN 8 and 9 numbers without the name, the frontend, a named call
         ("CUDNN failure 4 ; GPU=0 ; expr=cudnnCreate(&handle)", "FM-42", "CUDNN_STATUS_INTERNAL_ERROR"),
         ("CUDNN failure 4000 ; expr=cudnnBackendFinalize", "FM-42", "CUDNN_STATUS_INTERNAL_ERROR"),
@@ -88,7 +88,7 @@ def test_a_library_name_without_a_loader_failure_is_not_a_missing_library(text: 
             "FM-41",
             "cudaErrorInvalidDeviceFunction",
         ),
-        ("CUDA failure 218: a PTX JIT compilation failed", "FM-36", "cudaErrorInvalidPtx"),
+        ("CUDA failure 218: a PTX JIT compilation failed", "FM-41", "cudaErrorInvalidPtx"),
         ("CUDA error 2 while allocating the arena", "FM-46", "cudaErrorMemoryAllocation"),
         ("CUDA failure 3: initialization error ; GPU=0", "FM-40", "cudaErrorInitializationError"),
     ],

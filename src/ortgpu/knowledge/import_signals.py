@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ortgpu.knowledge.capability_signals import names_a_newer_binding
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
@@ -98,6 +99,8 @@ def broken_import(paste: Paste, missing_library: bool) -> Iterator[Signal]:
             if not missing_library:
                 yield Signal(SignalKind.BROKEN_PACKAGE, index, paste.starts[index] + m.start(), {}, values)
             return
+        if names_a_newer_binding(paste, line):
+            return  # the module loaded and lacks a newer name: two installs over each other (capability_signals)
         yield Signal(SignalKind.PYBIND_LOAD_FAILED, index, paste.starts[index] + m.start(), {}, values)
         return
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 
 from ortgpu.knowledge.anticipated_signals import anticipated_classes
 from ortgpu.knowledge.binding_data_signals import binding_data
+from ortgpu.knowledge.capability_signals import capability_gaps
 from ortgpu.knowledge.contract_signals import component_contract
 from ortgpu.knowledge.extension_signals import custom_op_library, empty_output
 from ortgpu.knowledge.graph_family_signals import graph_family
@@ -46,4 +47,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     component_contract,
     binding_mismatch,
     run_limits,
+    capability_gaps,
 )
