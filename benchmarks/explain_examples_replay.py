@@ -58,6 +58,7 @@ ORDER = [
     ("eighteenth", ["explain_pastes_eighteenth_dev.json", "explain_pastes_eighteenth_heldout.json"]),
     ("nineteenth", ["explain_pastes_nineteenth_dev.json", "explain_pastes_nineteenth_heldout.json"]),
     ("twentieth", ["explain_pastes_twentieth.json"]),
+    ("twentyfirst", ["explain_pastes_twentyfirst.json"]),
 ]
 # (summary row, set, records, the split of the record's rows that is unseen or None for all, extra files learnt from,
 # whether this row is each paste's FIRST unseen run)
@@ -89,6 +90,7 @@ MEASUREMENTS = [
     ("25", "nineteenth", ["nineteenth-dev-before", "nineteenth-heldout-before"], None, [], True),
     ("26", "nineteenth", ["nineteenth-heldout"], None, ["explain_pastes_nineteenth_dev.json"], False),
     ("27", "twentieth", ["twentieth-before"], None, [], True),
+    ("28", "twentyfirst", ["twentyfirst-before"], None, [], True),
 ]
 
 
