@@ -186,6 +186,20 @@ def test_unrecognised_text_points_to_doctor() -> None:
     assert "ortgpu doctor" in result.next_step
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Segmentation fault (core dumped)",
+        "Exception thrown at 0x00007FFB1A2B3C4D (onnxruntime.dll) in app.exe: 0xC0000005: Access violation reading",
+    ],
+)
+def test_a_bare_crash_asks_for_the_lines_that_name_the_cause(text: str) -> None:
+    # blind expert readers could not name a cause from a bare crash either: the verbose log usually holds it
+    result = explain(text)
+    assert not result.recognised
+    assert "log_severity_level" in result.next_step and "ortgpu doctor" in result.next_step
+
+
 @pytest.mark.parametrize("text", ["", "   \n\t  "])
 def test_empty_text_is_bad_input(text: str) -> None:
     with pytest.raises(ExplainInputError) as info:

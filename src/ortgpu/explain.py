@@ -188,10 +188,18 @@ def _next_step(verdict: PasteKind) -> str:
         PasteKind.BENIGN: "Nothing to fix. `ortgpu check MODEL` shows which provider each node runs on.",
         PasteKind.CLOSEST: "Check whether the closest problem's meaning fits your paste before applying its fix; run "
         "`ortgpu doctor` on the machine where it failed: it checks the installed ORT, the CUDA/cuDNN libraries, the "
-        "driver and the GPU, and names the cause.",
+        f"driver and the GPU, and names the cause. {_MORE_LINES}",
         PasteKind.NOT_RECOGNISED: "Run `ortgpu doctor` on the machine where it failed: it checks the installed ORT, "
-        "the CUDA/cuDNN libraries the provider needs, the driver and the GPU, and names the cause.",
+        f"the CUDA/cuDNN libraries the provider needs, the driver and the GPU, and names the cause. {_MORE_LINES}",
     }[verdict]
+
+
+# a bare crash or a last line rarely shows its cause (blind expert readers could not name one either,
+# benchmarks/results/2026-12-02-cpu-explain-expert-baseline.md); the lines before it, at ORT's verbose level, usually do
+_MORE_LINES = (
+    "If the paste is a crash or only the last line, run it again with ORT's verbose log "
+    "(SessionOptions.log_severity_level = 0) and explain the lines before the failure."
+)
 
 
 def _merged_into(kb: KnowledgeBase) -> dict[str, list[FailureMode]]:
