@@ -179,3 +179,20 @@ def test_an_initialised_cuda_options_struct_before_a_crash_is_not_claimed(declar
 def test_an_uninitialised_struct_without_a_crash_is_not_claimed() -> None:
     text = "OrtCUDAProviderOptions cuda_opts;\ncuda_opts.device_id = 0;\nit runs but the GPU is not faster"
     assert "FM-81" not in rule_ids(text)
+
+
+# ---------------------------------------------------------------- onnxruntime-genai: a real provider its package lacks
+
+
+@pytest.mark.parametrize("name", ["qnn", "webgpu"])
+def test_a_genai_provider_name_the_package_lacks_is_the_wrong_build(name: str) -> None:
+    text = (
+        "Unhandled exception. Microsoft.ML.OnnxRuntimeGenAI.OnnxRuntimeGenAIException: Unknown provider type: "
+        f"{name}\n   at Microsoft.ML.OnnxRuntimeGenAI.Model..ctor(String modelPath)"
+    )
+    assert top(text) == "FM-02"
+
+
+def test_a_short_provider_name_given_to_onnxruntime_itself_stays_a_typo() -> None:
+    text = "Ort::Exception: Unknown Provider Type: dml (session_options.AppendExecutionProvider)"
+    assert top(text) == "FM-86"
