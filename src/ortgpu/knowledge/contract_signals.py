@@ -20,6 +20,9 @@ Classes, each told by who raises it and what it names, not by one wording:
   and function, even where the paste cuts the message after them): out of memory in the arena (FM-46).
 - `serving_dtype_unsupported`: a serving app's ONNX Runtime backend refusing a dtype the app was started with
   (`Could not start ... backend ... DType float16 is not supported`) (FM-169).
+- `uninitialised_cuda_options`: C/C++ code declaring an `OrtCUDAProviderOptions` without an initialiser (the C
+  struct of ORT <= 1.8 has no constructor, so the fields not set hold garbage) and a crash (segfault, access
+  violation): the provider read those fields (FM-81).
 Every whole-paste scan is gated by a cheap word test first.
 """
 
@@ -59,6 +62,12 @@ _KERNEL_CONFLICT = re.compile(
 )
 # the arena's allocation failing (its source file and function), also where the message after them was cut off
 _ARENA_RAISED = re.compile(r"\bbfc_arena\.cc\b(?::\d{1,6})?[^\n]{0,80}?\bBFCArena::(?:AllocateRawInternal|Extend)\b")
+# a declaration with no initialiser ("OrtCUDAProviderOptions o;"), not "o{}", "o = {}", a pointer or the V2 handle
+_BARE_CUDA_OPTIONS = re.compile(r"\bOrtCUDAProviderOptions\s{1,3}\w{1,60}\s{0,3};")
+_CRASH = re.compile(
+    r"Segmentation fault|\bSIGSEGV\b|core dumped|0xC0000005|access violation|访问冲突|-1073741819|3221225477",
+    re.IGNORECASE,
+)
 _SERVING_DTYPE = re.compile(
     r"\bCould not start (?:\w{1,10} )?backend\b[^\n]{0,120}?\bD[Tt]ype \w{1,20} is not supported\b", re.IGNORECASE
 )
@@ -85,6 +94,8 @@ def component_contract(paste: Paste) -> Iterator[Signal]:
         yield from first_evidence(paste, _KERNEL_CONFLICT, "kernel_def_conflict")
     if "bfc_arena.cc" in low:
         yield from first_evidence(paste, _ARENA_RAISED, "arena_alloc_failed")
+    if "ortcudaprovideroptions" in low and _CRASH.search(paste.joined[:200_000]):
+        yield from first_evidence(paste, _BARE_CUDA_OPTIONS, "uninitialised_cuda_options")
     if "dtype" in low and "backend" in low:
         yield from first_evidence(paste, _SERVING_DTYPE, "serving_dtype_unsupported")
 

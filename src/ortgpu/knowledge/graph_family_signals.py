@@ -5,7 +5,8 @@ Four classes, each told by where ORT's own message comes from, not by one wordin
 - `precision_free_cast`: the failing node is one ORT inserted (`InsertedPrecisionFreeCast_...`), which its
   InsertCastTransformer does for float16 nodes placed on the CPU EP: an fp16 model run on the CPU (FM-141).
 - `optimizer_fusion`: session initialisation fails inside a graph transformer (a `...Fusion` named, or a source
-  file of core/optimizer other than the ones whose failures mean something else): an optimizer bug (FM-142).
+  file of core/optimizer other than the ones whose failures mean something else), or the graph check rejecting a
+  node a fusion created (`Error in Node:fused ...`): an optimizer bug (FM-142).
 - `kernel_rejects_node`: session initialisation fails in a kernel's constructor (`onnxruntime::K::K`) on an
   ORT_ENFORCE: the node's inputs/attributes are not what that kernel accepts, the model is invalid for it (NG-11).
 - `genai_contrib_check`: onnxruntime-genai runs a model whose contrib op (GroupQueryAttention, RotaryEmbedding, ...)
@@ -27,6 +28,8 @@ _INSERTED_CAST = re.compile(r"\bInsertedPrecisionFreeCast_[^\s'\"`]{0,300}")
 _INIT_FAILED = re.compile(r"Exception during initiali[sz]ation:?", re.IGNORECASE)
 # a graph transformer named by its class (SimplifiedLayerNormFusion, AttentionFusion, ...) or by its source file
 _FUSION = re.compile(r"\b(?P<fusion>[A-Z][A-Za-z0-9]{2,60}Fusion)\b(?!\w)")
+# the graph check naming a node that a fusion created: ORT names it "fused <original node>" (conv/gemm activation ...)
+_FUSED_NODE = re.compile(r"\bError in Node:\s{0,3}fused (?P<node>[^\s:]{1,200})\s{0,3}:")
 _OPTIMIZER_FILE = re.compile(r"[\\/]optimizer[\\/](?P<file>[a-z0-9_]{1,60})\.cc(?::\d{1,5})?")
 # optimizer files whose failures are another class: a kernel lookup (NG-08 / FM-54), a weights file (NG-09)
 _OTHER_CLASS_FILES = frozenset({"optimizer_execution_frame", "transformer_memcpy", "initializer"})
@@ -59,6 +62,8 @@ _INPUT_CHECK = re.compile(
 def graph_family(paste: Paste) -> Iterator[Signal]:
     """The first line of each graph-family class the paste shows (see the module's docstring)."""
     yield from _optimizer_and_casts(paste)
+    if "error in node" in paste.lowered:
+        yield from _fused_node_invalid(paste)
     yield from _kernel_rejects_node(paste)
     yield from _genai_contrib_check(paste)
 
@@ -87,6 +92,15 @@ def _optimizer_and_casts(paste: Paste) -> Iterator[Signal]:
             if found is not None and ("Non-zero status" in line or "Status Message" in line or init is not None):
                 cast_seen = True
                 yield evidence_signal(paste, index, found.start(), "precision_free_cast", {"node": found.group(0)})
+
+
+def _fused_node_invalid(paste: Paste) -> Iterator[Signal]:
+    """The graph check failing on a node whose name ORT's fusions gave it ("fused " + the original node's name)."""
+    for index, line in enumerate(paste.lines):
+        found = _FUSED_NODE.search(line)
+        if found is not None:
+            yield evidence_signal(paste, index, found.start(), "optimizer_fusion", {"optimizer": "fused node"})
+            return
 
 
 def _kernel_rejects_node(paste: Paste) -> Iterator[Signal]:

@@ -112,7 +112,13 @@ _GPU_EP = re.compile(
     r"|\b(?:works?|worked|runs?|ran|fine)\b[^\n]{0,20}?\b(?:on|with) (?:the )?CPU\b",
     re.IGNORECASE,
 )
-_KERNEL_FOR = re.compile(r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b", re.IGNORECASE)
+# "... for CUDA", or the kernel named by its EP ("is not supported in GroupQueryAttention cuda kernel")
+_KERNEL_FOR = re.compile(
+    r"\bfor (?:the )?(?P<ep>CUDA|TensorRT|ROCm|GPU|DirectML)\b|\b(?:CUDA|ROCm|DirectML|DML)\s{1,3}kernels?\b",
+    re.IGNORECASE,
+)
+# a line that starts a new log record, not the rest of a status message the terminal wrapped
+_NEW_RECORD = re.compile(r"^\s{0,8}(?:\[?\d{4}-\d\d-\d\d|\[[EWIVF]:|Traceback|File |\w{0,40}(?:Error|Exception)\b)")
 # ops whose CPU kernel takes more ranks than a GPU kernel (ORT's CUDA GridSample: "Only 4-D tensor is
 # supported", the CPU one says "Only 4-D or 5-D"): that rank limit named by such an op is the GPU kernel's own text
 _GPU_RANK_LIMITED = frozenset({"gridsample"})
@@ -128,8 +134,17 @@ def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
     gpu = bool(_GPU_EP.search(paste.joined[:200_000]))
     for index, line in enumerate(paste.lines):
         m = _STATUS.search(line) if "Status Message" in line else None
+        wrapped = False
+        if m is None and index > 0 and line.lstrip().startswith("Name:") and "Status Message" in line:
+            # "... while running <op> node." wrapped before its "Name:'...' Status Message: ..."
+            m = _STATUS.search(f"{paste.lines[index - 1][-200:]} {line}")
+            wrapped = m is not None
         null = _NULL_KERNEL.search(line)
         op, node, msg = _parts(m) if m else ("a node", "", "")
+        if m is not None and len(msg) < 200 and index + 1 < len(paste.lines):
+            following = paste.lines[index + 1]
+            if not _NEW_RECORD.match(following):  # the message wrapped after its first words
+                msg = f"{msg} {following[:300]}"
         if not null and (m is None or not _UNIMPLEMENTED.search(msg)):
             continue
         named = _KERNEL_FOR.search(msg) if m else None
@@ -138,6 +153,6 @@ def unimplemented_variants(paste: Paste) -> Iterator[Signal]:
         values = {"op": op, "node": node} if m else {"op": "a node"}
         values["ep"] = "the GPU provider" if on_gpu else "the CPU (none named)"
         attributes: dict[str, str | int] = {"ep": "gpu" if on_gpu else "cpu", "op": values["op"]}
-        position = paste.starts[index] + (m.start() if m else null.start() if null else 0)
+        position = paste.starts[index] + (0 if wrapped else m.start() if m else null.start() if null else 0)
         yield Signal(SignalKind.MISSING_KERNEL, index, position, attributes, values)
         return

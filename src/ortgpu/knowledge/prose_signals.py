@@ -124,6 +124,10 @@ _SUBSET = re.compile(r"(?P<req>\[[^\[\]\n]{1,400}\]|[\w'\"]{2,80}) does not cont
 _SPECIFIED = re.compile(r"Specified provider '(?P<req>[\w-]{1,60})' is not in available provider names")
 _UNKNOWN_TYPE = re.compile(r"Unknown Provider Type:?\s{0,3}['\"]?(?P<req>[\w-]{1,60})", re.IGNORECASE)
 _QUOTED = re.compile(r"['\"]([\w-]{1,60})['\"]")
+# onnxruntime-genai names its providers in short ("cuda", "dml"): such a name it calls unknown is a real provider this
+# genai package was not built with (the CUDA package asked for DirectML), not a misspelling
+_GENAI = re.compile(r"onnxruntime[_-]?genai", re.IGNORECASE)
+_GENAI_PROVIDERS = frozenset({"cuda", "dml", "qnn", "webgpu", "openvino", "rocm", "coreml", "nvtensorrtrtx", "vitisai"})
 
 
 def _distance(a: str, b: str) -> int:
@@ -169,6 +173,10 @@ def provider_typo(paste: Paste) -> Iterator[Signal]:
                 name = request.strip("'\"")
                 values = {"requested": name, "problem": "string", "correct": f"['{closest_provider(name) or name}']"}
                 yield Signal(SignalKind.PROVIDER_TYPO, index, at, {"evidence": "string"}, values)
+                return
+            if pattern is _UNKNOWN_TYPE and request.lower() in _GENAI_PROVIDERS and _GENAI.search(paste.joined):
+                values = {"requested": request, "offered": "other providers", "ep_package": "its own genai package"}
+                yield Signal(SignalKind.OTHER_EP_BUILD, index, at, {"ep": request.lower()}, values)
                 return
             names = _QUOTED.findall(request) if pattern is _SUBSET else [request]
             for name in itertools.islice(names, 8):
