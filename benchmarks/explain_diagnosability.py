@@ -17,16 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from explain_examples_replay import MEASUREMENTS, _record
-from explain_heldout import write_record
-
-from ortgpu import __version__
+from explain_heldout import publish_record, record_head
 
 HERE = Path(__file__).resolve().parent
 AUDIT = HERE / "data" / "explain_paste_audit.json"
@@ -120,19 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit", type=Path, default=AUDIT)
     args = parser.parse_args(argv)
     audit = json.loads(args.audit.read_text(encoding="utf-8"))
-    args_line = " ".join(argv if argv is not None else sys.argv[1:])
     doc = {
-        "schema": 1,
-        "command": "python benchmarks/explain_diagnosability.py " + args_line,
-        "ortgpu": __version__,
-        "python": platform.python_version(),
+        **record_head("explain_diagnosability.py", argv),
         "audit": {"description": audit["description"]},
         "table": tabulate(first_runs(), audit["verdicts"]),
     }
-    base = write_record(args.out, f"{args.stamp}-cpu-explain-diagnosability", doc, markdown(doc))
-    print(markdown(doc))
-    print(f"wrote {base}.md and .json")
-    return 0
+    return publish_record(args.out, f"{args.stamp}-cpu-explain-diagnosability", doc, markdown(doc))
 
 
 if __name__ == "__main__":

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import sys
 import time
 from pathlib import Path
 
 from explain_examples_replay import MEASUREMENTS, ORDER, _record
-from explain_heldout import write_record
-
-from ortgpu import __version__
+from explain_heldout import publish_record, record_head
 
 HERE = Path(__file__).resolve().parent
 ANSWERS = HERE / "data" / "explain_expert_answers.json"
@@ -133,19 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     sets = {}
     for name, s in doc_in["sets"].items():
         sets[name] = {"kb": s["knowledge_base"], **score(name, s["experts"])}
-    args_line = " ".join(argv if argv is not None else sys.argv[1:])
     doc = {
-        "schema": 1,
-        "command": "python benchmarks/explain_expert_baseline.py " + args_line,
-        "ortgpu": __version__,
-        "python": platform.python_version(),
+        **record_head("explain_expert_baseline.py", argv),
         "description": doc_in["description"],
         "sets": sets,
     }
-    base = write_record(args.out, f"{args.stamp}-cpu-explain-expert-baseline", doc, markdown(doc))
-    print(markdown(doc))
-    print(f"wrote {base}.md and .json")
-    return 0
+    return publish_record(args.out, f"{args.stamp}-cpu-explain-expert-baseline", doc, markdown(doc))
 
 
 if __name__ == "__main__":

@@ -190,6 +190,25 @@ def _markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def record_head(script: str, argv: list[str] | None) -> dict:
+    """The fields every benchmark record starts with: schema, the command that made it, ortgpu and Python."""
+    args_line = " ".join(argv if argv is not None else sys.argv[1:])
+    return {
+        "schema": 1,
+        "command": f"python benchmarks/{script} {args_line}".rstrip(),
+        "ortgpu": __version__,
+        "python": platform.python_version(),
+    }
+
+
+def publish_record(out: Path, name: str, doc: dict, markdown: str) -> int:
+    """Write a record (write_record), print its markdown and where it went; the exit code of a benchmark's main."""
+    base = write_record(out, name, doc, markdown)
+    print(markdown)
+    print(f"wrote {base}.md and .json")
+    return 0
+
+
 def write_record(out: Path, name: str, doc: dict, markdown: str) -> Path:
     """Write a measurement's record as OUT/<name>.json and .md (the benchmarks' one record format); returns the
     path without its suffix."""
