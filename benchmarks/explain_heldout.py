@@ -108,6 +108,9 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:batchnorm_training_mode_model": "FM-197",
     "NEW:tensorrt_empty_data_dependent_output": "FM-198",
     "NEW:fp16_gemm_unsupported_on_gpu_arch": "FM-199",
+    "NEW:non_tensor_output_unsupported": "FM-210",
+    "NEW:ort_macos_mutex_abort_at_exit": "FM-211",
+    "NEW:ort_env_release_order_at_shutdown": "FM-212",
 }
 
 

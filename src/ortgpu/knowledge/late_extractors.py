@@ -14,11 +14,13 @@ from ortgpu.knowledge.host_load_signals import host_load
 from ortgpu.knowledge.host_signals import cpu_instructions, old_windows
 from ortgpu.knowledge.import_signals import device_says_cpu, env_not_initialised, wrapper_check
 from ortgpu.knowledge.integration_signals import integration_signals
+from ortgpu.knowledge.io_kind_signals import io_kinds
 from ortgpu.knowledge.limit_signals import run_limits
 from ortgpu.knowledge.loader_family_signals import loader_family
 from ortgpu.knowledge.mismatch_signals import binding_mismatch
 from ortgpu.knowledge.model_family_signals import model_family
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.shutdown_signals import shutdown_aborts
 from ortgpu.knowledge.signal_kinds import Signal
 from ortgpu.knowledge.version_signals import dll_init_failed, model_too_new, symbol_mismatch, two_runtimes
 
@@ -48,4 +50,6 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     binding_mismatch,
     run_limits,
     capability_gaps,
+    io_kinds,
+    shutdown_aborts,
 )

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ortgpu.knowledge.binding_signals import ort_library_missing
 from ortgpu.knowledge.import_signals import broken_import, shadowed_gpu_install
+from ortgpu.knowledge.io_kind_signals import trt_probe_only
 from ortgpu.knowledge.late_extractors import LATE_EXTRACTORS
 from ortgpu.knowledge.listing_signals import listed_distributions
 from ortgpu.knowledge.matrix import library_info
@@ -507,7 +508,7 @@ def _tensorrt(paste: Paste) -> Iterator[Signal]:
     in_tensorrt = "tensorrt" in low or "trt" in low or any("tensorrt" in o for o in paste.origins)
     profile_done = False
     unsupported_done = not in_tensorrt
-    build_done = not in_tensorrt
+    build_done = not in_tensorrt or trt_probe_only(paste)  # the parser probing types: nodes fall back, no build error
     for index, line in enumerate(paste.lines):
         if not build_done and trt_logged(paste, index):
             m = _TRT_ERROR.search(line)

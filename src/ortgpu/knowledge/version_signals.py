@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 
 from ortgpu.knowledge.paste import Paste
+from ortgpu.knowledge.shutdown_signals import released_at_shutdown
 from ortgpu.knowledge.signal_kinds import Signal, SignalKind
 
 __all__ = ["SYMBOL_FAILURE", "dll_init_failed", "model_too_new", "symbol_mismatch", "two_runtimes"]
@@ -187,7 +188,8 @@ def two_runtimes(paste: Paste) -> Iterator[Signal]:
     """ORT's environment torn down by another copy, or a crash with two versions of one ORT package in the paste."""
     if "onnxruntime" not in paste.lowered and "ortenv" not in paste.lowered:
         return
-    for index, line in enumerate(paste.lines):
+    at_shutdown = released_at_shutdown(paste)  # released out of order at teardown, no second copy (shutdown_signals)
+    for index, line in enumerate(() if at_shutdown else paste.lines):
         m = _ENV_RELEASE.search(line)
         if m is not None:
             yield Signal(SignalKind.TWO_RUNTIMES, index, paste.starts[index] + m.start(), {}, {})
