@@ -58,6 +58,7 @@ SETS = {
     "eighteenth": ["explain_pastes_eighteenth_dev.json", "explain_pastes_eighteenth_heldout.json"],
     "nineteenth": ["explain_pastes_nineteenth_dev.json", "explain_pastes_nineteenth_heldout.json"],
     "twentieth": ["explain_pastes_twentieth.json"],
+    "twentyfirst": ["explain_pastes_twentyfirst.json"],
 }
 GRIDS = {
     "kb_words": ((10.0, 15.0, 20.0, 25.0), (1.0, 1.15, 1.3, 1.5, 2.0)),
