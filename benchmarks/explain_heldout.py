@@ -111,6 +111,12 @@ NEW_LABEL_ENTRIES: dict[str, str] = {
     "NEW:non_tensor_output_unsupported": "FM-210",
     "NEW:ort_macos_mutex_abort_at_exit": "FM-211",
     "NEW:ort_env_release_order_at_shutdown": "FM-212",
+    "NEW:binding_unknown_allocation_device": "FM-200",
+    "NEW:openvino_device_not_selected": "FM-201",
+    "NEW:function_body_opset_mismatch": "FM-202",
+    "NEW:genai_wheel_native_library_not_loaded": "FM-203",
+    "NEW:onnxruntime_python_api_too_old": "FM-204",
+    "NEW:beamsearch_model_ort_version_mismatch": "FM-144",
 }
 
 

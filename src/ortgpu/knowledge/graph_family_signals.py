@@ -10,7 +10,10 @@ Four classes, each told by where ORT's own message comes from, not by one wordin
 - `kernel_rejects_node`: session initialisation fails in a kernel's constructor (`onnxruntime::K::K`) on an
   ORT_ENFORCE: the node's inputs/attributes are not what that kernel accepts, the model is invalid for it (NG-11).
 - `genai_contrib_check`: onnxruntime-genai runs a model whose contrib op (GroupQueryAttention, RotaryEmbedding, ...)
-  fails its input check: the genai model and the onnxruntime it loaded are not a matching pair (FM-144).
+  fails its input check: the genai model and the onnxruntime it loaded are not a matching pair (FM-144). Also
+  the check of ORT's generation ops (BeamSearch, WhisperBeamSearch, GreedySearch, Sampling) on their encoder/decoder
+  subgraphs, failing in its own source file (`subgraph_whisper_decoder.cc ... Validate`): a model exported by
+  another onnxruntime release's transformers script than the runtime (FM-144).
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ _GENAI_NODE = re.compile(
     r"while running (?P<op>GroupQueryAttention|MultiHeadAttention|RotaryEmbedding|SparseAttention|PagedAttention"
     r"|MatMulNBits|SkipSimplifiedLayerNormalization|SimplifiedLayerNormalization|GatherBlockQuantized) node\b"
     r"[^\n]{0,300}?Status Message:\s{0,3}(?P<message>[^\n]{0,300})"
+)
+# the subgraph check of ORT's generation ops (contrib_ops/cpu/transformers/subgraph_*.cc), named by its source file
+_GENERATION_SUBGRAPH = re.compile(
+    r"\bsubgraph_(?P<sub>base|gpt|t5_encoder|t5_decoder|whisper_encoder|whisper_decoder)\.cc\b(?::\d{1,5})?"
+    r"[^\n]{0,80}?\b(?:Validate|expected|inputs?|outputs?)\b"
 )
 _INPUT_CHECK = re.compile(
     r"\b(?:must be|must have|is expected|expected to|expects|should be|dimension|shape|Input \d|input '?\w{1,40}'?)\b",
@@ -118,6 +126,12 @@ def _kernel_rejects_node(paste: Paste) -> Iterator[Signal]:
 
 
 def _genai_contrib_check(paste: Paste) -> Iterator[Signal]:
+    if "subgraph_" in paste.lowered:
+        for index, line in enumerate(paste.lines):
+            sub = _GENERATION_SUBGRAPH.search(line)
+            if sub is not None and not _OTHER_CLASS_WORDS.search(line):
+                yield evidence_signal(paste, index, sub.start(), "genai_contrib_check", {"op": sub.group("sub")})
+                return
     if "genai" not in paste.lowered and "oga" not in paste.lowered:
         return
     if _GENAI.search(paste.joined) is None:

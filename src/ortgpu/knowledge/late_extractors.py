@@ -19,6 +19,7 @@ from ortgpu.knowledge.limit_signals import run_limits
 from ortgpu.knowledge.loader_family_signals import loader_family
 from ortgpu.knowledge.mismatch_signals import binding_mismatch
 from ortgpu.knowledge.model_family_signals import model_family
+from ortgpu.knowledge.pairing_signals import pairings
 from ortgpu.knowledge.paste import Paste
 from ortgpu.knowledge.shutdown_signals import shutdown_aborts
 from ortgpu.knowledge.signal_kinds import Signal
@@ -52,4 +53,5 @@ LATE_EXTRACTORS: tuple[Callable[[Paste], Iterable[Signal]], ...] = (
     capability_gaps,
     io_kinds,
     shutdown_aborts,
+    pairings,
 )
